@@ -1,0 +1,80 @@
+"""The DuckDB warehouse resource.
+
+The file is opened only for the duration of one ``connect()`` block and always closed, even
+when the body raises (``dagster_duckdb.DuckDBResource`` leaves it open on error), so analysts
+can open the file read-only between runs. Every connection runs with ``TimeZone=UTC`` so that
+naive timestamps are UTC and offsets are kept (``TIMESTAMPTZ``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+
+from sql import load_sql
+
+# DDL applied on every write connection, in order; each statement is idempotent.
+SCHEMA_FILES: tuple[str, ...] = (
+    "create_landing_manifest",
+    "create_raw_records",
+    "create_quarantine",
+    "create_staged_experiments",
+    "create_staged_experiment_events",
+    "create_staged_sessions",
+    "create_staged_assignments",
+    "create_staged_outcomes",
+    "create_staged_admission_events",
+    "create_staged_arm_snapshots",
+)
+
+
+class Warehouse(dg.ConfigurableResource):
+    """A DuckDB file holding raw, staged, quarantine and analysis tables.
+
+    Attributes:
+        path: path of the DuckDB file; its folder is created on first write.
+        lock_timeout_s: how long a writer waits for another process's write lock before
+            raising ``duckdb.IOException`` (DuckDB allows one writer process at a time).
+    """
+
+    path: str
+    lock_timeout_s: float = 600.0
+
+    @contextmanager
+    def connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Open the file, yield a connection, and close it on exit (also on error).
+
+        A write connection ensures the schema first. Raises ``FileNotFoundError`` for a
+        read-only connection to a file that does not exist yet, and ``duckdb.IOException``
+        if another process holds the write lock for longer than ``lock_timeout_s``.
+        """
+        db_path = Path(self.path)
+        if read_only and not db_path.exists():
+            raise FileNotFoundError(f"warehouse {db_path} does not exist yet: run `zcl run` first")
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        con = self._open(db_path, read_only)
+        try:
+            con.execute("SET TimeZone = 'UTC'")
+            if not read_only:
+                for name in SCHEMA_FILES:
+                    con.execute(load_sql(name))
+            yield con
+        finally:
+            con.close()
+
+    def _open(self, db_path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + self.lock_timeout_s
+        delay = 0.05
+        while True:
+            try:
+                return duckdb.connect(str(db_path), read_only=read_only)
+            except duckdb.IOException as exc:  # another process holds the file lock
+                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)

@@ -1,0 +1,200 @@
+"""Tests for zcl_assets.stats.binary.
+
+Reference sources are written beside each expected value.
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.optimize import brentq, minimize_scalar
+from statsmodels.stats.proportion import test_proportions_2indep as sm_test_2indep
+
+from zcl_assets.stats.binary import (
+    _mn_restricted_mle,
+    chi_square_2x2,
+    fisher_exact,
+    miettinen_nurminen,
+    newcombe_interval,
+)
+
+# Newcombe (1998), Statistics in Medicine 17:873-890, Table II, 95 % intervals
+# for the eight example tables (a)-(h), printed to 4 decimals.
+# (x_t, n_t, x_c, n_c), method 10 (hybrid score, no CC), method 6 (Miettinen-Nurminen)
+# NB: the brief quoted "6/7 vs 2/7 hybrid 0.0342 to 0.8534": that is the
+# method 6 (MN) row; the method 10 row is 0.0582 to 0.8062 (recomputed below
+# from Wilson limits and with statsmodels' "newcomb").
+NEWCOMBE_TABLE_II = [
+    ((56, 70, 48, 80), (0.0524, 0.3339), (0.0528, 0.3382)),
+    ((9, 10, 3, 10), (0.1705, 0.8090), (0.1700, 0.8406)),
+    ((6, 7, 2, 7), (0.0582, 0.8062), (0.0342, 0.8534)),
+    ((5, 56, 0, 29), (-0.0381, 0.1926), (-0.0326, 0.1933)),
+    ((0, 10, 0, 20), (-0.1611, 0.2775), (-0.1658, 0.2844)),
+    ((0, 10, 0, 10), (-0.2775, 0.2775), (-0.2879, 0.2879)),
+    ((10, 10, 0, 20), (0.6791, 1.0000), (0.7156, 1.0000)),
+    ((10, 10, 0, 10), (0.6075, 1.0000), (0.6636, 1.0000)),
+]
+
+
+@pytest.mark.parametrize("table, hybrid, _mn", NEWCOMBE_TABLE_II)
+def test_newcombe_hybrid_matches_table_ii(table, hybrid, _mn):
+    res = newcombe_interval(*table)
+    assert res.ci_low == pytest.approx(hybrid[0], abs=5e-5)
+    assert res.ci_high == pytest.approx(hybrid[1], abs=5e-5)
+
+
+@pytest.mark.parametrize("table, _hybrid, mn", NEWCOMBE_TABLE_II)
+def test_miettinen_nurminen_matches_table_ii(table, _hybrid, mn):
+    res = miettinen_nurminen(*table)
+    assert res.ci_low == pytest.approx(mn[0], abs=5e-5)
+    assert res.ci_high == pytest.approx(mn[1], abs=5e-5)
+
+
+def test_newcombe_vectorised_equals_statsmodels_newcomb():
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    tables = np.array([t for t, _, _ in NEWCOMBE_TABLE_II], dtype=float)
+    res = newcombe_interval(tables[:, 0], tables[:, 1], tables[:, 2], tables[:, 3])
+    for i, t in enumerate(tables):
+        # statsmodels: confint_proportions_2indep(x1, n1, x2, n2, method="newcomb")
+        lo, hi = confint_proportions_2indep(*t, method="newcomb", compare="diff")
+        assert res.ci_low[i] == pytest.approx(lo, abs=1e-10)
+        assert res.ci_high[i] == pytest.approx(hi, abs=1e-10)
+
+
+@pytest.mark.parametrize("x1, n1, x2, n2, delta", [(56, 70, 48, 80, 0.1), (56, 70, 48, 80, -0.2), (9, 10, 3, 10, 0.5), (5, 56, 0, 29, 0.1)])
+def test_restricted_mle_equals_numeric_maximum(x1, n1, x2, n2, delta):
+    """Closed-form cubic root vs direct numerical maximisation of the likelihood."""
+
+    def nll(p2):
+        p1 = p2 + delta
+        return -(x1 * np.log(p1) + (n1 - x1) * np.log1p(-p1) + x2 * np.log(p2) + (n2 - x2) * np.log1p(-p2))
+
+    lo, hi = max(0.0, -delta) + 1e-13, min(1.0, 1.0 - delta) - 1e-13
+    num = minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12}).x
+    p1t, p2t = _mn_restricted_mle(x1 / n1, n1, x2 / n2, n2, delta)
+    assert p2t == pytest.approx(num, abs=1e-7)
+    assert p1t == pytest.approx(num + delta, abs=1e-7)
+
+
+def test_mn_margin_zero_matches_statsmodels_score_test():
+    # statsmodels test_proportions_2indep(56, 70, 48, 80, method="score",
+    # correction=True, value=0): MN score test at margin 0 (statsmodels is
+    # right there; at non-zero margins its restricted MLE is wrong: e.g.
+    # value=0.1 gives prop1_null 0.7447 where the likelihood maximum is 0.7515).
+    ref = sm_test_2indep(56, 70, 48, 80, method="score", compare="diff", value=0, correction=True)
+    res = miettinen_nurminen(56, 70, 48, 80)
+    assert res.statistic == pytest.approx(ref.statistic, rel=1e-9)
+    assert res.pvalue == pytest.approx(ref.pvalue, rel=1e-9)
+
+
+def test_mn_test_and_interval_consistent_by_construction():
+    rng = np.random.default_rng(7)
+    n_t = rng.integers(3, 60, 300)
+    n_c = rng.integers(3, 60, 300)
+    x_t = rng.binomial(n_t, 0.5)
+    x_c = rng.binomial(n_c, 0.35)
+    for margin in (0.0, 0.1, -0.15):
+        res = miettinen_nurminen(x_t, n_t, x_c, n_c, margin=margin)
+        outside = (margin < res.ci_low) | (margin > res.ci_high)
+        assert np.array_equal(outside, res.pvalue < 0.05)
+        # at the interval ends the p-value is alpha
+        ends = miettinen_nurminen(x_t[:20], n_t[:20], x_c[:20], n_c[:20])
+    for i in range(20):
+        lo = float(ends.ci_low[i])
+        if lo > -1:
+            assert miettinen_nurminen(x_t[i], n_t[i], x_c[i], n_c[i], margin=lo).pvalue == pytest.approx(0.05, abs=1e-6)
+
+
+def test_mn_non_zero_margin_statistic_sign():
+    # observed 0.2 above a margin of 0.1: positive statistic, not significant
+    res = miettinen_nurminen(56, 70, 48, 80, margin=0.1)
+    assert res.statistic > 0 and res.pvalue > 0.05
+    assert res.ci_low < 0.1 < res.ci_high
+
+
+def test_fisher_design_reference():
+    # DESIGN section 6: 5/5 vs 0/5 gives Fisher p = 0.00794 (= 2/252)
+    res = fisher_exact(5, 5, 0, 5)
+    assert res.pvalue == pytest.approx(2 / 252, rel=1e-12)
+    assert round(float(res.pvalue), 5) == 0.00794
+    assert res.odds_ratio == np.inf and res.ci_high == np.inf
+
+
+def test_fisher_tea_tasting_conditional_interval():
+    # Tea tasting table [[3, 1], [1, 3]]. R fisher.test(matrix(c(3,1,1,3),2)):
+    # p-value = 0.4857 (= 34/70). R prints OR 6.408309 and CI 0.2117329 621.9337505,
+    # but R's uniroot tolerance (~1e-4) limits its precision; the exact roots of
+    # the noncentral hypergeometric equations, solved here to 1e-14, are
+    # 6.4083197, 0.2117356, 626.24353 (scipy agrees).
+    res = fisher_exact(3, 4, 1, 4)
+    assert res.pvalue == pytest.approx(34 / 70, rel=1e-12)
+    w = np.array([1, 16, 36, 16, 1.0])  # C(4,a) C(4,4-a), a = 0..4
+    a = np.arange(5)
+
+    def probs(log_psi):
+        t = w * np.exp(log_psi * a)
+        return t / t.sum()
+
+    mle = np.exp(brentq(lambda lp: probs(lp) @ a - 3, -10, 10, xtol=1e-14))
+    upper = np.exp(brentq(lambda lp: probs(lp)[:4].sum() - 0.025, 0, 10, xtol=1e-14))
+    lower = np.exp(brentq(lambda lp: probs(lp)[3:].sum() - 0.025, -10, 5, xtol=1e-14))
+    assert res.odds_ratio == pytest.approx(mle, rel=1e-6)
+    assert res.ci_low == pytest.approx(lower, rel=1e-6)
+    assert res.ci_high == pytest.approx(upper, rel=1e-6)
+    assert res.odds_ratio == pytest.approx(6.408309, rel=1e-5)  # R, 7 significant digits, uniroot tolerance
+
+
+def test_chi_square_design_reference_and_guard():
+    # DESIGN section 6: 5/5 vs 0/5 Yates-corrected chi-square p = 0.0114
+    # (scipy.stats.chi2_contingency([[5, 0], [0, 5]]) -> 6.4, 0.011412036)
+    res = chi_square_2x2(5, 5, 0, 5, guard=False)
+    assert res.statistic == pytest.approx(6.4, rel=1e-12)
+    assert res.pvalue == pytest.approx(0.011412036386001, rel=1e-9)
+    assert res.min_expected == pytest.approx(2.5)
+    assert np.isnan(chi_square_2x2(5, 5, 0, 5).pvalue)  # expected cells < 5: use Fisher
+
+
+@pytest.mark.parametrize("correction", [True, False])
+def test_chi_square_vectorised_matches_scipy(correction):
+    tables = [(56, 70, 48, 80), (30, 100, 20, 100), (12, 40, 25, 41), (50, 100, 50, 100)]
+    arr = np.array(tables, dtype=float).T
+    res = chi_square_2x2(*arr, correction=correction)
+    for i, (xt, nt, xc, nc) in enumerate(tables):
+        ref = stats.chi2_contingency([[xt, nt - xt], [xc, nc - xc]], correction=correction)
+        assert res.statistic[i] == pytest.approx(ref.statistic, rel=1e-10, abs=1e-12)
+        assert res.pvalue[i] == pytest.approx(ref.pvalue, rel=1e-10)
+
+
+def test_degenerate_inputs_give_nan_not_errors():
+    # empty arm (n = 0) and NaN input give NaN in every field, no exception
+    x_t, n_t, x_c, n_c = [0, np.nan, 3], [0, 10, 10], [2, 4, 4], [10, 10, 10]
+    for fn in (fisher_exact, miettinen_nurminen, newcombe_interval):
+        res = fn(x_t, n_t, x_c, n_c)
+        for field in res:
+            assert np.isnan(field[:2]).all() and np.isfinite(field[2])
+    chi = chi_square_2x2(x_t, n_t, x_c, n_c, guard=False)
+    assert np.isnan(chi.statistic[:2]).all() and np.isnan(chi.pvalue[:2]).all()
+    # zero successes in both arms: valid interval, no significance
+    mn = miettinen_nurminen(0, 10, 0, 20)
+    assert mn.pvalue == 1.0 and mn.ci_low < 0 < mn.ci_high
+    fe = fisher_exact(0, 10, 0, 20)
+    assert fe.pvalue == 1.0 and np.isnan(fe.odds_ratio)
+    assert np.isnan(chi_square_2x2(0, 10, 0, 20, guard=False).pvalue)
+    # all successes in both arms
+    mn = miettinen_nurminen(10, 10, 20, 20)
+    assert mn.pvalue == 1.0 and mn.ci_low < 0 < mn.ci_high
+
+
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [((5, 4, 1, 4), {}), ((-1, 4, 1, 4), {}), ((1, 4, 1, 4), {"alpha": 1.0}), ((1, 4, 1, 4), {"alpha": 0.0})],
+)
+def test_invalid_arguments_raise(args, kwargs):
+    for fn in (fisher_exact, miettinen_nurminen, newcombe_interval):
+        with pytest.raises(ValueError):
+            fn(*args, **kwargs)
+
+
+def test_mn_margin_out_of_range_raises():
+    with pytest.raises(ValueError):
+        miettinen_nurminen(1, 4, 1, 4, margin=1.0)

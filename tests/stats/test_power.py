@@ -1,0 +1,151 @@
+"""Tests for zcl_assets.stats.power."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from statsmodels.stats.power import NormalIndPower
+
+from zcl_assets.stats.power import (
+    R_DEFAULT,
+    days_to_sample,
+    mde_at,
+    n_fixed,
+    per_test_power,
+    planned_sample,
+    power_at,
+)
+
+Z_A = stats.norm.ppf(0.975)  # 1.959964
+Z_B = stats.norm.ppf(0.80)  # 0.841621
+
+
+def test_two_sample_binary_0_50_to_0_60_is_385_per_arm():
+    # n = (z_{.975} + z_{.80})^2 (p1 q1 + p2 q2) / d^2 = 7.8489 * 0.49 / 0.01 = 384.595
+    expected = (Z_A + Z_B) ** 2 * (0.5 * 0.5 + 0.6 * 0.4) / 0.1**2
+    n = n_fixed(0.5, 0.1, 0.05, 0.8)
+    assert float(n) == pytest.approx(expected, rel=1e-12)
+    assert float(n) == pytest.approx(384.5951, abs=1e-4)
+    assert math.ceil(n) == 385
+    # The pooled-null textbook variant: (z_a sqrt(2 pbar qbar) + z_b sqrt(p1q1+p2q2))^2/d^2
+    pooled = (Z_A * math.sqrt(2 * 0.55 * 0.45) + Z_B * math.sqrt(0.49)) ** 2 / 0.01
+    assert math.ceil(pooled) == 388
+    assert 385 <= math.ceil(n) <= math.ceil(pooled) <= 388
+
+
+def test_seed_note_194_is_the_one_sample_formula():
+    # One-sample test of p = 0.5 against 0.6: (z_a sqrt(p0 q0) + z_b sqrt(p1 q1))^2 / d^2
+    one_sample = (Z_A * math.sqrt(0.25) + Z_B * math.sqrt(0.24)) ** 2 / 0.01
+    assert math.ceil(one_sample) == 194
+    # The two-sample figure is about twice as large.
+    assert float(n_fixed(0.5, 0.1, 0.05, 0.8)) / one_sample == pytest.approx(1.98, abs=0.01)
+
+
+def test_continuous_matches_statsmodels_normal_ind_power():
+    # statsmodels: effect size normalised by the sd; nobs1 = control arm; ratio = n2/n1.
+    for ratio in (1.0, 2.0, 0.5):
+        n = float(n_fixed(10.0, 2.0, 0.05, 0.8, ratio, baseline_sd=5.0, metric="continuous"))
+        pw_sm = NormalIndPower().power(effect_size=2.0 / 5.0, nobs1=n, alpha=0.05, ratio=ratio)
+        # ours drops the far tail in n_fixed (standard), so statsmodels' power is >= 0.8
+        assert pw_sm == pytest.approx(0.8, abs=1e-6)
+        pw = power_at(n, 2.0, 10.0, 0.05, ratio, baseline_sd=5.0, metric="continuous",
+                      inflation=1.0)
+        assert float(pw) == pytest.approx(pw_sm, rel=1e-10)
+        n_sm = NormalIndPower().solve_power(effect_size=0.4, alpha=0.05, power=0.8, ratio=ratio)
+        assert n == pytest.approx(n_sm, rel=1e-4)
+
+
+def test_binary_direction_and_allocation():
+    # decrease from 0.5 by 0.1: variance at 0.4 equals that at 0.6
+    assert float(n_fixed(0.5, -0.1, 0.05, 0.8)) == pytest.approx(float(n_fixed(0.5, 0.1, 0.05, 0.8)))
+    # ratio 2: n_c = z^2 (p1q1 + p2q2 / 2) / d^2
+    expected = (Z_A + Z_B) ** 2 * (0.25 + 0.24 / 2) / 0.01
+    assert float(n_fixed(0.5, 0.1, 0.05, 0.8, allocation_ratio=2)) == pytest.approx(expected)
+
+
+def test_planned_sample_formula():
+    nf = float(n_fixed(0.5, 0.1, 0.05, 0.8))
+    p = planned_sample(0.5, 0.1, 0.05, 0.8, min_samples=100, design_effect=1.2,
+                       verified_share=0.8)
+    assert float(p.n_plan) == math.ceil(R_DEFAULT * 1.2 * nf / 0.8)
+    assert bool(p.reachable) and p.reason == ""
+    assert float(p.inflation) == R_DEFAULT
+    # never below the declared minimum
+    assert float(planned_sample(0.5, 0.1, 0.05, 0.8, min_samples=5000).n_plan) == 5000
+    # vectorised
+    many = planned_sample(np.array([0.2, 0.5]), np.array([[0.05], [0.1]]), 0.05, 0.8, 100)
+    assert many.n_plan.shape == (2, 2)
+
+
+def test_guardrails_split_type_two_error():
+    assert float(per_test_power(0.8, 0)) == pytest.approx(0.8)
+    assert float(per_test_power(0.8, 3)) == pytest.approx(0.95)
+    p0 = planned_sample(0.5, 0.1, 0.05, 0.8, 1)
+    p3 = planned_sample(0.5, 0.1, 0.05, 0.8, 1, n_guardrails=3)
+    assert float(p3.n_fixed) == pytest.approx(float(n_fixed(0.5, 0.1, 0.05, 0.95)))
+    assert p3.n_plan > p0.n_plan
+
+
+@pytest.mark.parametrize(
+    "kwargs,reason",
+    [
+        (dict(mde=0.0), "MDE is zero or not finite"),
+        (dict(mde=np.nan), "MDE is zero or not finite"),
+        (dict(mde=np.inf), "MDE is zero or not finite"),
+        (dict(verified_share=0.0), "verified share not in (0, 1]"),
+        (dict(mde=0.6), "baseline plus MDE not in (0, 1)"),
+        (dict(baseline_mean=0.0), "baseline proportion not in (0, 1)"),
+        (dict(alpha=0.0), "alpha not in (0, 1)"),
+    ],
+)
+def test_unreachable_plans_are_flagged_not_raised(kwargs, reason):
+    args = dict(baseline_mean=0.5, mde=0.1, alpha=0.05, power=0.8, min_samples=100)
+    args.update(kwargs)
+    p = planned_sample(**args)
+    assert not bool(p.reachable)
+    assert p.reason == reason
+    assert np.isinf(p.n_plan)
+
+
+def test_continuous_needs_sd():
+    p = planned_sample(10.0, 2.0, 0.05, 0.8, 10, metric="continuous")
+    assert not bool(p.reachable) and "sd" in str(p.reason)
+    with pytest.raises(ValueError):
+        n_fixed(0.5, 0.1, 0.05, 0.8, metric="ratio")
+
+
+def test_power_at_round_trips_and_is_for_the_mde():
+    nf = float(n_fixed(0.5, 0.1, 0.05, 0.8))
+    # fixed-horizon power at n_fixed is the target (plus the negligible far tail)
+    assert float(power_at(nf, 0.1, 0.5, 0.05, inflation=1.0)) == pytest.approx(0.8, abs=1e-3)
+    # with R: power at the planned sample is the registered power
+    n_plan = R_DEFAULT * nf
+    assert float(power_at(n_plan, 0.1, 0.5, 0.05)) == pytest.approx(0.8, abs=1e-3)
+    assert float(power_at(0, 0.1, 0.5, 0.05)) == 0.0
+    assert np.isnan(power_at(100, 0.1, 0.5, 1.5))
+
+
+def test_mde_at_inverts_n_fixed():
+    for base, mde, direction in ((0.5, 0.1, 1), (0.1, 0.03, 1), (0.3, -0.05, -1)):
+        nf = float(n_fixed(base, mde, 0.05, 0.8))
+        m = float(mde_at(nf, base, 0.05, 0.8, inflation=1.0, direction=direction))
+        assert m == pytest.approx(abs(mde), rel=1e-6)
+    m = float(mde_at(400, 10.0, 0.05, 0.8, baseline_sd=5.0, metric="continuous", inflation=1.0))
+    assert m == pytest.approx((Z_A + Z_B) * 5.0 * math.sqrt(2 / 400))
+    # no data, or no effect inside (0, 1) reaches the power: NaN, no exception
+    assert np.all(np.isnan(mde_at([0, 3], 0.5, 0.05, 0.8)))
+
+
+def test_days_to_sample():
+    d = days_to_sample(np.array([666, 666, 666, np.inf, 0]), np.array([100, 0, 100, 100, 0]),
+                       np.array([0.5, 0.5, 0.0, 0.5, 0.5]))
+    np.testing.assert_array_equal(d.days, [14, np.inf, np.inf, np.inf, 0])
+    np.testing.assert_array_equal(d.reachable, [True, False, False, False, True])
+
+
+def test_r_default_in_design_range():
+    # DESIGN section 6: about 1.5 to 1.7; calibrated 1.72 (alpha .05, power .80, 30 looks).
+    assert 1.5 <= R_DEFAULT <= 1.8

@@ -1,0 +1,132 @@
+"""Tests for zcl_assets.stats.sequential (asymptotic confidence sequences)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from zcl_assets.stats.sequential import (
+    ConfidenceSequence,
+    confidence_sequence,
+    cs_halfwidth,
+    optimal_rho,
+)
+
+
+def paper_halfwidth(sigma2, n, rho, alpha):
+    """Waudby-Smith et al. (2024), Thm 2.2, written out with the math module."""
+    return math.sqrt(
+        sigma2 * 2 * (n * rho**2 + 1) / (n**2 * rho**2) * math.log(math.sqrt(n * rho**2 + 1) / alpha)
+    )
+
+
+def test_reference_value_recomputed_from_paper_formula():
+    # 550/1000 vs 500/1000 successes, alpha 0.05, planned 1000 per arm (N* = 2000).
+    n_t, p_t, n_c, p_c, alpha = 1000, 0.55, 1000, 0.50, 0.05
+    rho = math.sqrt((-2 * math.log(alpha) + math.log(-2 * math.log(alpha) + 1)) / 2000)
+    sigma2 = (p_t * (1 - p_t) / n_t + p_c * (1 - p_c) / n_c) * (n_t + n_c)
+    hw = paper_halfwidth(sigma2, n_t + n_c, rho, alpha)
+    cs = confidence_sequence(n_t, p_t, p_t * (1 - p_t), n_c, p_c, p_c * (1 - p_c), alpha, 1000)
+    assert isinstance(cs, ConfidenceSequence)
+    assert float(cs.rho) == pytest.approx(rho, rel=1e-12)
+    assert float(cs.rho) == pytest.approx(0.06299267657, rel=1e-9)  # by hand: sqrt(7.936156 / 2000)
+    assert float(cs.diff) == pytest.approx(0.05, abs=1e-12)
+    assert float(cs.ci_low) == pytest.approx(0.05 - hw, rel=1e-12)
+    assert float(cs.ci_high) == pytest.approx(0.05 + hw, rel=1e-12)
+    assert hw == pytest.approx(0.06769945032, rel=1e-9)  # by hand: sqrt(0.995 * 0.0046063)
+
+
+def test_rho_makes_boundary_tightest_at_planned_sample():
+    alpha, n_star = 0.05, 5000.0
+    rho = float(optimal_rho(alpha, n_star))
+    at_opt = cs_halfwidth(1.0, n_star, rho, alpha)
+    for factor in (0.7, 0.9, 1.1, 1.4):
+        assert cs_halfwidth(1.0, n_star, rho * factor, alpha) > at_opt
+    # allocation: N* = n_plan * (1 + ratio)
+    cs = confidence_sequence(100, 0, 1, 200, 0, 1, alpha, n_plan=2500, allocation_ratio=1.0)
+    assert float(cs.rho) == pytest.approx(rho)
+
+
+def test_width_shrinks_like_sqrt_log_n_over_n():
+    rho = float(optimal_rho(0.05, 1000))
+    n = np.array([1e6, 1e8, 1e10, 1e12])
+    scaled = cs_halfwidth(1.0, n, rho, 0.05) / np.sqrt(np.log(n) / n)
+    # tends to a constant: successive ratios approach 1
+    ratios = scaled[1:] / scaled[:-1]
+    assert np.all(np.abs(ratios - 1) < 0.06)
+    assert abs(ratios[-1] - 1) < abs(ratios[0] - 1)
+    assert np.all(np.diff(cs_halfwidth(1.0, n, rho, 0.05)) < 0)
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.05, 0.1])
+def test_wider_than_fixed_horizon_interval_at_every_n(alpha):
+    n = np.unique(np.round(np.geomspace(2, 1e7, 400)))
+    rho = float(optimal_rho(alpha, 1000))
+    fixed = stats.norm.ppf(1 - alpha / 2) / np.sqrt(n)
+    assert np.all(cs_halfwidth(1.0, n, rho, alpha) > fixed)
+
+
+def test_pvalue_consistent_with_interval():
+    rng = np.random.default_rng(3)
+    k = 2000
+    n_t = rng.integers(50, 5000, k)
+    n_c = rng.integers(50, 5000, k)
+    mean_t = rng.normal(0.1, 0.2, k)
+    cs = confidence_sequence(n_t, mean_t, 1.0, n_c, 0.0, 1.5, 0.05, 1000)
+    assert np.all((cs.pvalue >= 0) & (cs.pvalue <= 1))
+    excludes = (cs.ci_low > 0) | (cs.ci_high < 0)
+    np.testing.assert_array_equal(excludes, cs.pvalue < 0.05)
+    # At alpha = p the boundary touches zero (same rho).
+    inside = cs.pvalue < 1
+    hw = cs_halfwidth(
+        (1.0 / n_t + 1.5 / n_c) * (n_t + n_c), n_t + n_c, cs.rho, cs.pvalue
+    )
+    np.testing.assert_allclose(hw[inside], np.abs(cs.diff[inside]), rtol=1e-9)
+
+
+def test_binary_uses_p_times_one_minus_p():
+    cs = confidence_sequence(400, 0.6, 0.24, 400, 0.5, 0.25, 0.05, 400)
+    sigma2 = (0.24 / 400 + 0.25 / 400) * 800
+    hw = paper_halfwidth(sigma2, 800, float(cs.rho), 0.05)
+    assert float(cs.ci_high - cs.ci_low) == pytest.approx(2 * hw)
+
+
+def test_vectorised_broadcasting():
+    cs = confidence_sequence(
+        np.array([[100], [1000]]), np.array([0.1, 0.2, 0.3]), 1.0, 100, 0.0, 1.0, 0.05, 500
+    )
+    for field in cs:
+        assert field.shape == (2, 3)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (0, 0.5, 0.25, 100, 0.5, 0.25),  # empty arm
+        (100, np.nan, 0.25, 100, 0.5, 0.25),  # NaN mean
+        (100, 0.5, 0.0, 100, 0.5, 0.0),  # zero variance in both arms (e.g. 0/100 vs 0/100)
+        (100, 0.5, np.inf, 100, 0.5, 0.25),  # infinite variance
+        (100, 0.5, -1.0, 100, 0.5, 0.25),  # negative variance
+        (np.nan, 0.5, 0.25, 100, 0.5, 0.25),  # NaN count
+        (100, np.inf, 0.25, 100, 0.5, 0.25),  # infinite mean
+    ],
+)
+def test_degenerate_inputs_give_nan_interval(args):
+    cs = confidence_sequence(*args, 0.05, 100)
+    assert np.isnan(cs.ci_low) and np.isnan(cs.ci_high) and np.isnan(cs.pvalue)
+
+
+@pytest.mark.parametrize("alpha,n_plan", [(0.0, 100), (1.0, 100), (np.nan, 100), (0.05, 0),
+                                          (0.05, np.inf), (0.05, -5)])
+def test_invalid_design_gives_nan_not_exception(alpha, n_plan):
+    cs = confidence_sequence(100, 0.6, 0.24, 100, 0.5, 0.25, alpha, n_plan)
+    assert np.isnan(cs.rho) and np.isnan(cs.ci_low) and np.isnan(cs.pvalue)
+    assert float(cs.diff) == pytest.approx(0.1)
+
+
+def test_zero_variance_in_one_arm_is_fine():
+    cs = confidence_sequence(100, 0.0, 0.0, 100, 0.5, 0.25, 0.05, 100)
+    assert np.isfinite(cs.ci_low) and cs.ci_high < 0

@@ -1,0 +1,1 @@
+"""Ingestion without Dagster: read landed files, write raw rows, stage or quarantine them."""

@@ -1,0 +1,53 @@
+"""Shared argument guards for the statistics modules.
+
+Invalid *arguments* (alpha outside (0, 1), negative counts, successes above
+trials, negative variances) raise ``ValueError``. Missing or non-finite *data*
+(NaN, inf) never raises: the guards ignore NaN so that the calling function
+can return NaN for that element.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def check_alpha(alpha: float) -> float:
+    """Return ``alpha`` as a float, raising ``ValueError`` unless 0 < alpha < 1."""
+    a = float(alpha)
+    if not (0.0 < a < 1.0):
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    return a
+
+
+def as_float(x) -> np.ndarray:
+    """Convert to a float64 array (0-d for scalars)."""
+    return np.asarray(x, dtype=np.float64)
+
+
+def check_nonnegative(name: str, x: np.ndarray) -> None:
+    """Raise ``ValueError`` if any non-NaN entry of ``x`` is negative."""
+    with np.errstate(invalid="ignore"):
+        if np.any(x < 0):
+            raise ValueError(f"{name} must be non-negative")
+
+
+def check_counts(x: np.ndarray, n: np.ndarray, xname: str = "x", nname: str = "n") -> None:
+    """Raise ``ValueError`` for negative counts or successes above trials.
+
+    NaN entries are ignored (they produce NaN results downstream).
+    """
+    check_nonnegative(xname, x)
+    check_nonnegative(nname, n)
+    with np.errstate(invalid="ignore"):
+        if np.any(x > n):
+            raise ValueError(f"{xname} must not exceed {nname}")
+
+
+def out(a, dtype=np.float64):
+    """Return ``a`` as an array of ``dtype``; 0-d input becomes a NumPy scalar.
+
+    Every public function returns fields through this helper so that scalar
+    input gives ``np.float64`` (a ``float`` subclass) and array input gives
+    arrays of the broadcast shape.
+    """
+    return np.asarray(a, dtype=dtype)[()]
