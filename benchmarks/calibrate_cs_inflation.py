@@ -83,7 +83,8 @@ def main() -> None:
             r = critical_inflation(alpha, power)
             est, lo, hi, se = quantile_with_error(r, power)
             worst = max(worst, hi)
-            print(f"{alpha:5.3f}  {power:4.2f}   30     7     {est:.4f}  [{lo:.4f}, {hi:.4f}]  {se:.4f}")
+            print(f"{alpha:5.3f}  {power:4.2f}   30     7     {est:.4f}  "
+                  f"[{lo:.4f}, {hi:.4f}]  {se:.4f}")
     print(f"largest upper MC bound over the four settings: {worst:.4f}")
     print("\nsensitivity (alpha 0.05, power 0.80):")
     for looks, first in ((30, 1), (10, 3), (60, 14), (1, 1)):

@@ -115,14 +115,14 @@ class SessionModel(pa.DataFrameModel):
     check_non_blank = _non_blank_check("session_id", "org_id", "user_id", "task_type")
     check_finite = _finite_check("budget")
 
-    @pa.dataframe_check(name="ended_after_started", error="ended_at is before started_at")
+    @pa.dataframe_check(name="ended_after_started", error="ended_after_started: ended_at is before started_at")
     @classmethod
     def ended_after_started(cls, data: PolarsData) -> pl.LazyFrame:
         return data.lazyframe.select(
             (pl.col("ended_at").is_null() | (pl.col("ended_at") >= pl.col("started_at"))).fill_null(True)
         )
 
-    @pa.dataframe_check(name="delivered_arm_with_experiment", error="experiment_id set without delivered_arm")
+    @pa.dataframe_check(name="delivered_arm_with_experiment", error="delivered_arm_with_experiment: experiment_id is set without delivered_arm")
     @classmethod
     def delivered_arm_with_experiment(cls, data: PolarsData) -> pl.LazyFrame:
         return data.lazyframe.select(pl.col("experiment_id").is_null() | pl.col("delivered_arm").is_not_null())
@@ -157,7 +157,7 @@ class OutcomeModel(pa.DataFrameModel):
     check_non_blank = _non_blank_check("session_id", "evaluator_id", "evaluator_version")
     check_finite = _finite_check("time_minutes", "tokens", "score")
 
-    @pa.dataframe_check(name="some_metric", error="no metric: success, time_minutes, tokens and score are all null")
+    @pa.dataframe_check(name="some_metric", error="some_metric: success, time_minutes, tokens and score are all null")
     @classmethod
     def some_metric(cls, data: PolarsData) -> pl.LazyFrame:
         return data.lazyframe.select(
@@ -193,7 +193,7 @@ class ArmSnapshotModel(pa.DataFrameModel):
     check_non_blank = _non_blank_check("experiment_id", "arm", "metric")
     check_finite = _finite_check("mean", "variance")
 
-    @pa.dataframe_check(name="variance_when_n_ge_2", error="variance is missing although n >= 2")
+    @pa.dataframe_check(name="variance_when_n_ge_2", error="variance_when_n_ge_2: variance is missing although n >= 2")
     @classmethod
     def variance_when_n_ge_2(cls, data: PolarsData) -> pl.LazyFrame:
         return data.lazyframe.select((pl.col("n") < 2) | pl.col("variance").is_not_null())

@@ -80,6 +80,8 @@ def validate_partition(con: duckdb.DuckDBPyConnection, table: str, day: str) -> 
     contract = CONTRACTS[table]
     frame = con.execute(typed_select_sql(contract), {"table": table, "day": day}).pl()
     frame = _apply_defaults(contract, frame)
+    if frame.height == 0:
+        return ValidationResult(frame.select(LINEAGE + contract.field_names), _quarantine_frame([]))
     failures: dict[int, list[tuple[str, str]]] = {}
 
     def fail(row_index: int, rule: str, reason: str) -> None:
@@ -108,11 +110,12 @@ def validate_partition(con: duckdb.DuckDBPyConnection, table: str, day: str) -> 
                 "record": records[i],
             }
         )
-    quarantined = pl.DataFrame(
-        rows,
-        schema={"source_file": pl.String, "source_row": pl.Int64, "rule": pl.String, "reason": pl.String, "record": pl.String},
-    )
-    return ValidationResult(staged, quarantined)
+    return ValidationResult(staged, _quarantine_frame(rows))
+
+
+def _quarantine_frame(rows: list[dict]) -> pl.DataFrame:
+    schema = {"source_file": pl.String, "source_row": pl.Int64, "rule": pl.String, "reason": pl.String, "record": pl.String}
+    return pl.DataFrame(rows, schema=schema)
 
 
 def _apply_defaults(contract: TableContract, frame: pl.DataFrame) -> pl.DataFrame:
@@ -128,15 +131,15 @@ def _apply_defaults(contract: TableContract, frame: pl.DataFrame) -> pl.DataFram
 
 
 def _parse_failures(contract: TableContract, frame: pl.DataFrame, day: str, fail) -> None:
-    is_object = frame.get_column("is_object").to_list()
-    for i, ok in enumerate(is_object):
+    objects = frame.get_column("is_object").cast(pl.Boolean)
+    for i, ok in enumerate(objects.to_list()):
         if not ok:
             fail(i, "malformed_record", "not a JSON object (unparseable line, or a file that could not be read)")
     for f in contract.fields:
         text = frame.get_column(f"{f.name}__text")
         typed = frame.get_column(f.name)
         if f.required and not (contract.name == "experiments" and f.name in EXPERIMENT_DEFAULTS):
-            for i in (text.is_null() & pl.Series(is_object)).arg_true().to_list():
+            for i in (text.is_null() & objects).arg_true().to_list():
                 fail(i, "missing_field", f"required field {f.name} is missing or null")
         for i in (text.is_not_null() & typed.is_null()).arg_true().to_list():
             fail(i, "bad_type", f"{f.name}={text[i]!r} is not a valid {f.sql_type}")
@@ -197,12 +200,17 @@ def _model_failures(contract: TableContract, frame: pl.DataFrame, failures: dict
         cases = errors.failure_cases
         for case in cases.iter_rows(named=True):
             index = case.get("index")
-            column = case.get("column") or "row"
-            rule = f"{column}:{case['check']}" if case.get("column") else str(case["check"])
+            column = case.get("column") or contract.model.__name__
+            check = str(case["check"])
             if index is None:  # a schema-level failure (e.g. wrong dtype) hits every row
                 for i in parsed:
-                    fail(i, "schema", f"{column}: {case['check']}")
+                    fail(i, "schema", f"{column}: {check}")
                 continue
+            if column == contract.model.__name__:  # a row-level check: "name: explanation"
+                rule, _, explanation = check.partition(": ")
+                fail(parsed[int(index)], rule, explanation or check)
+                continue
+            rule = f"{column}:{check}"
             fail(parsed[int(index)], rule, f"value {case['failure_case']!r} fails {case['check']}")
 
 

@@ -30,6 +30,8 @@ SCHEMA_FILES: tuple[str, ...] = (
     "create_staged_outcomes",
     "create_staged_admission_events",
     "create_staged_arm_snapshots",
+    "create_experiment_plans",
+    "create_experiment_analysis",
 )
 
 

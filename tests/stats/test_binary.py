@@ -93,16 +93,29 @@ def test_mn_test_and_interval_consistent_by_construction():
     n_c = rng.integers(3, 60, 300)
     x_t = rng.binomial(n_t, 0.5)
     x_c = rng.binomial(n_c, 0.35)
-    for margin in (0.0, 0.1, -0.15):
+    for margin in (0.0, 0.1, -0.15, 0.6):
         res = miettinen_nurminen(x_t, n_t, x_c, n_c, margin=margin)
         outside = (margin < res.ci_low) | (margin > res.ci_high)
         assert np.array_equal(outside, res.pvalue < 0.05)
-        # at the interval ends the p-value is alpha
-        ends = miettinen_nurminen(x_t[:20], n_t[:20], x_c[:20], n_c[:20])
+    # at the interval ends the p-value is alpha
+    ends = miettinen_nurminen(x_t[:20], n_t[:20], x_c[:20], n_c[:20])
     for i in range(20):
-        lo = float(ends.ci_low[i])
-        if lo > -1:
-            assert miettinen_nurminen(x_t[i], n_t[i], x_c[i], n_c[i], margin=lo).pvalue == pytest.approx(0.05, abs=1e-6)
+        for end in (float(ends.ci_low[i]), float(ends.ci_high[i])):
+            if -1 < end < 1:
+                p_end = miettinen_nurminen(x_t[i], n_t[i], x_c[i], n_c[i], margin=end).pvalue
+                assert p_end == pytest.approx(0.05, abs=1e-6)
+
+
+def test_mn_consistent_on_all_small_tables():
+    """Every table with n_t, n_c in {1, 3, 5} and every x, at several margins."""
+    rows = [(xt, nt, xc, nc) for nt in (1, 3, 5) for nc in (1, 3, 5) for xt in range(nt + 1) for xc in range(nc + 1)]
+    x_t, n_t, x_c, n_c = np.array(rows, dtype=float).T
+    for margin in (-0.5, 0.0, 0.3):
+        res = miettinen_nurminen(x_t, n_t, x_c, n_c, margin=margin)
+        assert np.isfinite(res.ci_low).all() and np.isfinite(res.pvalue).all()
+        outside = (margin < res.ci_low) | (margin > res.ci_high)
+        assert np.array_equal(outside, res.pvalue < 0.05)
+        assert np.all((res.ci_low <= res.diff) & (res.diff <= res.ci_high))
 
 
 def test_mn_non_zero_margin_statistic_sign():
@@ -118,6 +131,8 @@ def test_fisher_design_reference():
     assert res.pvalue == pytest.approx(2 / 252, rel=1e-12)
     assert round(float(res.pvalue), 5) == 0.00794
     assert res.odds_ratio == np.inf and res.ci_high == np.inf
+    quick = fisher_exact(5, 5, 0, 5, interval=False)
+    assert quick.pvalue == res.pvalue and np.isnan(quick.odds_ratio)
 
 
 def test_fisher_tea_tasting_conditional_interval():

@@ -19,7 +19,8 @@ from zcl_assets.stats.sequential import (
 def paper_halfwidth(sigma2, n, rho, alpha):
     """Waudby-Smith et al. (2024), Thm 2.2, written out with the math module."""
     return math.sqrt(
-        sigma2 * 2 * (n * rho**2 + 1) / (n**2 * rho**2) * math.log(math.sqrt(n * rho**2 + 1) / alpha)
+        sigma2 * 2 * (n * rho**2 + 1) / (n**2 * rho**2)
+        * math.log(math.sqrt(n * rho**2 + 1) / alpha)
     )
 
 

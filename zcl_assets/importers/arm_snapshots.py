@@ -105,7 +105,7 @@ def import_arm_snapshots(
     The registration written per ASOS experiment: arms ``control`` + its variants with equal
     allocation, ``control_arm="control"``, ``primary_metric="success"`` (metric 1, binary),
     ``direction="increase"``, ``baseline_mean`` = the control mean of metric 1 at its first
-    snapshot (the source lacks a registered baseline; this is the earliest control figure),
+    snapshot with a positive mean (the source lacks a registered baseline; this is the earliest control figure),
     ``baseline_sd`` null (binary metric), ``kind="other"``, ``registered_at`` = start_date
     00:00 UTC minus one second (before every snapshot), a hypothesis naming the source.
     All experiments share the start date because the source has no calendar dates.
@@ -166,7 +166,7 @@ def import_arm_snapshots(
 
     # registrations
     first_success = (
-        df.filter(pl.col("metric_id") == 1)
+        df.filter((pl.col("metric_id") == 1) & (pl.col("mean_c") > 0))
         .sort(["experiment_id", "time_since_start"])
         .group_by("experiment_id", maintain_order=True)
         .first()

@@ -39,8 +39,12 @@ class StageResult(NamedTuple):
 
 def load_raw_partition(con: duckdb.DuckDBPyConnection, landing: LandingStore, table: str, day: str) -> RawLoad:
     """Replace the raw rows of ``table``/``day`` with the rows of the files landed there."""
+    paths = landing.files(table, day)
+    params = {"table": table, "day": day}
+    if not paths and not con.execute(load_sql("count_raw_partition"), params).fetchone()[0]:
+        return RawLoad(rows=0, files=0, unreadable=[])  # nothing landed, nothing to replace
     files, rows, manifest, unreadable = [], [], [], []
-    for path in landing.files(table, day):
+    for path in paths:
         file_rows, error = read_landed_file(path)
         if error is not None:
             unreadable.append(f"{path.name}: {error}")
@@ -57,7 +61,6 @@ def load_raw_partition(con: duckdb.DuckDBPyConnection, landing: LandingStore, ta
         schema={"file_name": pl.String, "size_bytes": pl.Int64, "mtime_ns": pl.Int64, "row_count": pl.Int64},
         orient="row",
     )
-    params = {"table": table, "day": day}
     con.register("raw_batch", raw_batch)
     con.register("manifest_batch", manifest_batch)
     try:
@@ -78,6 +81,9 @@ def load_raw_partition(con: duckdb.DuckDBPyConnection, landing: LandingStore, ta
 
 def stage_partition(con: duckdb.DuckDBPyConnection, table: str, day: str) -> StageResult:
     """Validate the raw rows of ``table``/``day`` and replace its staged and quarantined rows."""
+    raw, staged, quarantined = count_partition_rows(con, table, day)
+    if raw == staged == quarantined == 0:
+        return StageResult(raw=0, staged=0, quarantined=0, by_rule={}, quarantine_preview=pl.DataFrame())
     result = validate_partition(con, table, day)
     params = {"day": day}
     staged_table = f"staged_{table}"

@@ -118,14 +118,16 @@ def _prepare(x_t, n_t, x_c, n_c):
     return x_t, n_t, x_c, n_c, ok
 
 
-def fisher_exact(x_t, n_t, x_c, n_c, alpha: float = 0.05) -> FisherResult:
+def fisher_exact(x_t, n_t, x_c, n_c, alpha: float = 0.05, interval: bool = True) -> FisherResult:
     """Fisher's exact test with the conditional odds-ratio interval.
 
     Uses ``scipy.stats.fisher_exact`` (two-sided) for the p-value and
     ``scipy.stats.contingency.odds_ratio(kind="conditional")`` for the
     conditional MLE of the odds ratio and its exact interval. Loops over
     elements, so it is meant for small tables; use the score methods for
-    large counts.
+    large counts. The exact interval is the slow part (about 5 ms for 50
+    per arm, 0.3 s for 5000 per arm in scipy 1.17); ``interval=False``
+    skips it.
 
     Args:
         x_t: Successes in treatment, shape broadcastable with the others.
@@ -133,6 +135,8 @@ def fisher_exact(x_t, n_t, x_c, n_c, alpha: float = 0.05) -> FisherResult:
         x_c: Successes in control.
         n_c: Trials in control.
         alpha: Two-sided level of the interval, in (0, 1).
+        interval: Compute the conditional odds ratio and its interval; if
+            False those fields are NaN (p-value only, fast).
 
     Returns:
         FisherResult of arrays with the broadcast shape (NumPy scalars for
@@ -163,7 +167,7 @@ def fisher_exact(x_t, n_t, x_c, n_c, alpha: float = 0.05) -> FisherResult:
         ).round().astype(np.int64)
         p[idx] = stats.fisher_exact(table, alternative="two-sided").pvalue
         col = table.sum(axis=0)
-        if np.all(col > 0):  # otherwise the odds ratio is not identified
+        if interval and np.all(col > 0):  # otherwise the odds ratio is not identified
             res = _odds_ratio(table, kind="conditional")
             ci = res.confidence_interval(confidence_level=1.0 - alpha, alternative="two-sided")
             orr[idx], lo[idx], hi[idx] = res.statistic, ci.low, ci.high

@@ -257,8 +257,10 @@ def cr2_satterthwaite(y, treatment, cluster, alpha: float = 0.05) -> CR2Result:
         return fail
     x = np.column_stack([np.ones_like(y), d])
     xtx_inv = np.linalg.inv(x.T @ x)
-    beta = xtx_inv @ x.T @ y
-    e = y - x @ beta
+    # OLS on [1, d] fits the two arm means; computed directly so that constant
+    # data give exactly zero residuals (no rounding-noise standard error).
+    mean_t, mean_c = y[d == 1].mean(), y[d == 0].mean()
+    e = y - np.where(d == 1, mean_t, mean_c)
     c = np.array([0.0, 1.0])
     h = x @ xtx_inv @ x.T
     imh = np.eye(y.size) - h
@@ -273,8 +275,8 @@ def cr2_satterthwaite(y, treatment, cluster, alpha: float = 0.05) -> CR2Result:
     p = u @ imh @ u.T
     df = float(np.trace(p) ** 2 / np.sum(p**2))
     se = float(np.sqrt(v_cr2))
-    diff = float(beta[1])
-    if not se > 0:
+    diff = float(mean_t - mean_c)
+    if not se > 1e-14 * max(1.0, float(np.max(np.abs(y)))):
         return CR2Result(diff, nan, nan, nan, nan, nan, nan, n_clusters)
     half = float(stats.t.ppf(1 - alpha / 2, df)) * se
     t_stat = diff / se

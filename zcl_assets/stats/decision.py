@@ -185,6 +185,17 @@ def decide(
         pieces += [_arr(c) for c in counts]
     shape = np.broadcast_shapes(*(p.shape for p in pieces))
 
+    has_guardrails = guardrail_ci_low is not None or guardrail_ci_high is not None
+    if has_guardrails:
+        if guardrail_margin is None or guardrail_ci_low is None or guardrail_ci_high is None:
+            raise ValueError("guardrails need ci_low, ci_high and margin together")
+        g_lo, g_hi = _arr(guardrail_ci_low), _arr(guardrail_ci_high)
+        g_sign = np.where(_arr(guardrail_direction) < 0, -1.0, 1.0)
+        g_margin = np.abs(_arr(guardrail_margin))
+        g_shape = np.broadcast_shapes(g_lo.shape, g_hi.shape, g_sign.shape, g_margin.shape)
+        g_shape = g_shape or (1,)
+        shape = np.broadcast_shapes(shape, g_shape[:-1])
+
     label = np.full(shape, "", dtype=object)
     reason = np.full(shape, "", dtype=object)
 
@@ -221,15 +232,8 @@ def decide(
     # Rule 4: adopt, unless a guardrail holds it.
     beneficial = b_lo > 0
     held_reason = np.full(shape, "", dtype=object)
-    if guardrail_ci_low is not None or guardrail_ci_high is not None:
-        if guardrail_margin is None or guardrail_ci_low is None or guardrail_ci_high is None:
-            raise ValueError("guardrails need ci_low, ci_high and margin together")
-        g_lo = _arr(guardrail_ci_low)
-        g_hi = _arr(guardrail_ci_high)
-        g_sign = np.where(_arr(guardrail_direction) < 0, -1.0, 1.0)
-        g_margin = np.abs(_arr(guardrail_margin))
-        full = shape + (np.broadcast_shapes(g_lo.shape, g_hi.shape, g_sign.shape,
-                                            g_margin.shape)[-1:] or (1,))
+    if has_guardrails:
+        full = shape + g_shape[-1:]
         g_lo, g_hi, g_sign, g_margin = (np.broadcast_to(x, full) for x in
                                          (g_lo, g_hi, g_sign, g_margin))
         g_ben_lo = np.minimum(g_sign * g_lo, g_sign * g_hi)

@@ -1,0 +1,33 @@
+# Two commands a user types: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export DAGSTER_HOME := $(CURDIR)/dagster_home
+
+.PHONY: run test setup dev clean
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.lock
+	$(BIN)/pip install --quiet --no-deps -e ".[test]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+## Set up, land the bundled data, run the nightly job once and print the summary.
+run: $(STAMP)
+	$(BIN)/zcl import bundled
+	$(BIN)/zcl run
+
+## Set up and run the tests.
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+## Open the Dagster UI on the same instance that `zcl run` writes to.
+dev: $(STAMP)
+	$(BIN)/dagster dev -w workspace.yaml
+
+clean:
+	rm -rf $(VENV) data dagster_home/storage dagster_home/history dagster_home/schedules dagster_home/logs

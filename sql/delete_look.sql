@@ -1,0 +1,1 @@
+DELETE FROM experiment_analysis WHERE as_of = CAST($as_of AS DATE)

@@ -1,0 +1,104 @@
+"""ab_data.csv through `import_ab_export` and the nightly job, checked against plain SQL + scipy.
+
+The rule for units with several rows (docs/pipeline.md): a row whose delivered page disagrees
+with its assigned group is quarantined (delivered_arm_mismatch), and so is every other row of
+that unit (unit_multiple_arms when the unit's rows name two groups, else unit_contaminated);
+a unit-level export keeps only the first row of a repeated unit (repeated_unit).
+"""
+
+import duckdb
+import pytest
+from scipy import stats
+from statsmodels.stats.proportion import confint_proportions_2indep
+
+from tests.conftest import SHARED_DATA
+from zcl_assets.importers.ab_export import import_ab_export
+from zcl_assets.runner import run_night
+
+AB_DATA = SHARED_DATA / "udacity_ab_data" / "ab_data.csv"
+
+pytestmark = pytest.mark.skipif(not AB_DATA.exists(), reason=f"shared data not found at {AB_DATA}")
+
+# Independent computation over the CSV, not through the pipeline.
+EXPECTED_SQL = """
+WITH ab AS (
+    SELECT *, ("group" = 'treatment') <> (landing_page = 'new_page') AS bad FROM read_csv_auto(?)
+), units AS (
+    SELECT user_id, count(*) FILTER (WHERE bad) AS bad_rows, count(DISTINCT "group") AS groups FROM ab GROUP BY ALL
+), clean AS (
+    SELECT ab.* FROM ab JOIN units USING (user_id) WHERE units.bad_rows = 0
+    QUALIFY row_number() OVER (PARTITION BY user_id ORDER BY "timestamp") = 1
+)
+SELECT "group", count(*) AS units, sum(converted) AS conversions FROM clean GROUP BY ALL ORDER BY 1
+"""
+EXCLUSIONS_SQL = """
+WITH ab AS (
+    SELECT *, ("group" = 'treatment') <> (landing_page = 'new_page') AS bad FROM read_csv_auto(?)
+), units AS (
+    SELECT user_id, count(*) FILTER (WHERE bad) AS bad_rows, count(DISTINCT "group") AS groups, count(*) AS rows
+    FROM ab GROUP BY ALL
+)
+SELECT
+    (SELECT count(*) FROM ab WHERE bad) AS mismatch,
+    (SELECT count(*) FROM ab JOIN units USING (user_id) WHERE NOT bad AND bad_rows > 0 AND groups > 1) AS multiple_arms,
+    (SELECT count(*) FROM ab JOIN units USING (user_id) WHERE NOT bad AND bad_rows > 0 AND groups = 1) AS contaminated,
+    (SELECT sum(rows - 1) FROM units WHERE bad_rows = 0) AS repeated
+"""
+
+
+def test_ab_data_end_to_end(pipeline_paths, instance):
+    landing, warehouse = pipeline_paths
+    import_ab_export(
+        AB_DATA, landing, experiment_id="udacity-landing-page", variant_map={"control": "old_page", "treatment": "new_page"}
+    )
+    results = run_night(instance, "2017-01-31")
+    assert results and all(r.success for r in results)
+
+    expected = duckdb.sql(EXPECTED_SQL, params=[str(AB_DATA)]).fetchall()
+    (c_group, c_units, c_conv), (t_group, t_units, t_conv) = expected
+    assert (c_group, t_group) == ("control", "treatment")
+    mismatch, multiple_arms, contaminated, repeated = duckdb.sql(EXCLUSIONS_SQL, params=[str(AB_DATA)]).fetchone()
+    # Known shape of the file (data/README.md): 3,893 mismatched rows, one user repeated cleanly.
+    assert (mismatch, repeated) == (3893, 1)
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        by_rule = dict(con.execute("SELECT rule, count(*) FROM quarantine GROUP BY ALL").fetchall())
+        assert by_rule == {
+            "delivered_arm_mismatch": mismatch,
+            "unit_multiple_arms": multiple_arms,
+            "unit_contaminated": contaminated,
+            "repeated_unit": repeated,
+        }
+        # Nothing lost: raw = staged + quarantined per landing table, and assignments = experience + excluded.
+        for table in ("experiments", "sessions", "assignments", "outcomes"):
+            raw = con.execute("SELECT count(*) FROM raw_records WHERE table_name = ?", [table]).fetchone()[0]
+            staged = con.execute(f"SELECT count(*) FROM staged_{table}").fetchone()[0]
+            quarantined = con.execute(
+                "SELECT count(*) FROM quarantine WHERE source_table = ? AND stage = 'contract'", [table]
+            ).fetchone()[0]
+            assert raw == staged + quarantined
+        assert con.execute("SELECT count(*) FROM raw_records WHERE table_name = 'sessions'").fetchone()[0] == 294478
+        kept = con.execute("SELECT count(*) FROM experience").fetchone()[0]
+        assert kept + sum(by_rule.values()) == 294478
+        row = con.execute(
+            "SELECT n_control, successes_control, n_treatment, successes_treatment, difference, ci_low, ci_high, "
+            "p_value, p_method, ci_method, planned_n_per_arm FROM experiment_analysis "
+            "WHERE experiment_id = 'udacity-landing-page' AND is_primary"
+        ).fetchone()
+
+    n_c, x_c, n_t, x_t, diff, low, high, p, p_method, ci_method, planned = row
+    assert (n_c, x_c, n_t, x_t) == (c_units, c_conv, t_units, t_conv)
+    assert diff == pytest.approx(t_conv / t_units - c_conv / c_units, abs=1e-12)
+    # Newcombe hybrid score interval, computed by statsmodels (independent implementation).
+    ref_low, ref_high = confint_proportions_2indep(t_conv, t_units, c_conv, c_units, method="newcomb", compare="diff")
+    assert (low, high) == (pytest.approx(ref_low, abs=1e-9), pytest.approx(ref_high, abs=1e-9))
+    # Fisher's exact test, computed by scipy on the 2x2 table.
+    ref_p = stats.fisher_exact([[t_conv, t_units - t_conv], [c_conv, c_units - c_conv]]).pvalue
+    assert p == pytest.approx(ref_p, rel=1e-9)
+    assert (p_method, ci_method) == ("fisher_exact", "newcombe_hybrid_score")
+    # Planned sample: baseline 0.5 and MDE 0.01 (importer defaults), alpha 0.05, power 0.8.
+    # n_fixed = (1.959964 + 0.841621)^2 * (0.25 + 0.51*0.49) / 0.01^2 = 39,047.7 -> 39,048;
+    # N_plan = ceil(1.73 * 39,048) = 67,554 (R = 1.73 calibrated for the confidence sequence).
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    n_fixed = z**2 * (0.5 * 0.5 + 0.51 * 0.49) / 0.01**2
+    assert planned == pytest.approx(max(100, float(int(-(-1.73 * n_fixed // 1)))), abs=1.0)

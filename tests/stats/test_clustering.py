@@ -1,0 +1,142 @@
+"""Tests for zcl_assets.stats.clustering."""
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+
+from zcl_assets.stats.clustering import (
+    cr2_satterthwaite,
+    delta_method_difference,
+    delta_method_mean,
+    design_effect,
+)
+
+
+def _user_data(rng, n_users, effect=0.0):
+    m = rng.integers(1, 8, n_users)  # sessions per user
+    user_effect = rng.normal(0, 1, n_users)
+    y = [rng.normal(1 + effect + user_effect[u], 1, m[u]) for u in range(n_users)]
+    return m, y
+
+
+def _moments(m, y):
+    ysum = np.array([v.sum() for v in y])
+    return dict(
+        n_users=m.size, sum_y=ysum.sum(), sum_y2=(ysum**2).sum(), sum_m=m.sum(), sum_m2=(m**2).sum(), sum_ym=(ysum * m).sum()
+    )
+
+
+def test_delta_method_equals_statsmodels_cluster_robust_intercept():
+    """Independent route: session-level OLS y ~ 1 with statsmodels cov_type="cluster".
+
+    statsmodels' CR1 factor G/(G-1) * (N-1)/(N-K) is G/(G-1) for K = 1, and the
+    delta method with (n-1)-divisor covariances is algebraically the same
+    quantity, so they agree to rounding.
+    """
+    rng = np.random.default_rng(3)
+    m, y = _user_data(rng, 40)
+    res = delta_method_mean(**_moments(m, y))
+    ys = np.concatenate(y)
+    groups = np.repeat(np.arange(m.size), m)
+    fit = sm.OLS(ys, np.ones_like(ys)).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    assert res.mean == pytest.approx(fit.params[0], rel=1e-12)
+    assert res.variance == pytest.approx(fit.bse[0] ** 2, rel=1e-9)
+
+
+def test_delta_method_hand_example():
+    # Three users: (Y_u, M_u) = (3, 1), (4, 2), (11, 3). mean = 18 / 6 = 3.
+    # Residuals Y_u - 3 M_u = 0, -2, 2; Var = sum r^2 / (sum M)^2 * n/(n-1) = 8/36 * 3/2 = 1/3.
+    res = delta_method_mean(3, 18, 9 + 16 + 121, 6, 1 + 4 + 9, 3 + 8 + 33)
+    assert res.mean == pytest.approx(3.0)
+    assert res.variance == pytest.approx(1 / 3, rel=1e-12)
+
+
+def test_delta_method_difference_and_degenerate():
+    t = delta_method_mean(3, 18, 146, 6, 14, 44)
+    c = delta_method_mean(3, 12, 9 + 16 + 49, 6, 14, 3 + 8 + 21)  # Y = 3, 4, 7: residuals 1, 0, -1
+    d = delta_method_difference(t, c)
+    # c: mean 2, var = 2/36 * 3/2 = 1/12; se = sqrt(1/3 + 1/12) = sqrt(5/12)
+    assert d.diff == pytest.approx(1.0)
+    assert d.se == pytest.approx(np.sqrt(5 / 12), rel=1e-12)
+    assert d.ci_high - d.diff == pytest.approx(1.959963985 * np.sqrt(5 / 12), rel=1e-9)
+    # degenerate: one user, no sessions, NaN, all values equal
+    bad = delta_method_mean([1, 5, np.nan, 2], [1, 0, 1, 2], [1, 0, 1, 2], [1, 0, 1, 2], [1, 0, 1, 2], [1, 0, 1, 2])
+    assert np.isnan(bad.variance[:3]).all() and bad.variance[3] == 0.0
+    assert bad.mean[0] == 1.0 and np.isnan(bad.mean[1]) and np.isnan(bad.mean[2])
+    const = delta_method_mean(2, 4, 8, 2, 2, 4)  # each user one session worth 2
+    assert const.variance == 0.0
+    dd = delta_method_difference(const, const)
+    assert dd.diff == 0.0 and np.isnan(dd.pvalue) and np.isnan(dd.ci_low)
+    with pytest.raises(ValueError):
+        delta_method_mean(-1, 1, 1, 1, 1, 1)
+
+
+# Hand example for CR2: clusters nested in arms, two units each.
+# Treatment clusters (1, 2), (3, 5), (4, 4): means 1.5, 4, 4 -> s^2 = 25/12, G = 3
+# Control clusters (0, 1), (2, 2), (1, 3): means 0.5, 2, 2 -> s^2 = 0.75, G = 3
+# With equal cluster sizes CR2 = s_t^2/G_t + s_c^2/G_c = 25/36 + 1/4 = 34/36,
+# and the Bell-McCaffrey df under working independence is
+# (1/G_t + 1/G_c)^2 / (1/(G_t^2 (G_t-1)) + 1/(G_c^2 (G_c-1))) = (2/3)^2 / (1/9) = 4.
+Y = np.array([1, 2, 3, 5, 4, 4, 0, 1, 2, 2, 1, 3], dtype=float)
+D = np.array([1] * 6 + [0] * 6)
+CL = np.repeat(np.arange(6), 2)
+
+
+def test_cr2_hand_example():
+    res = cr2_satterthwaite(Y, D, CL)
+    assert res.diff == pytest.approx(19 / 6 - 1.5, rel=1e-12)
+    assert res.se == pytest.approx(np.sqrt(34 / 36), rel=1e-10)
+    assert res.df == pytest.approx(4.0, rel=1e-10)
+    assert res.n_clusters == 6
+
+
+def test_cr2_unbalanced_g_df_and_cr1_relation():
+    """Equal cluster sizes, G_t = 4, G_c = 7.
+
+    df = (1/4 + 1/7)^2 / (1/(16*3) + 1/(49*6)); CR2 = CR0 * G_a/(G_a - 1) per arm,
+    where CR0 is statsmodels' CR1 divided by its factor G/(G-1) * (N-1)/(N-2).
+    """
+    rng = np.random.default_rng(11)
+    gt, gc, m = 4, 7, 3
+    cl = np.repeat(np.arange(gt + gc), m)
+    d = (cl < gt).astype(float)
+    y = rng.normal(0, 1, gt + gc)[cl] + rng.normal(0, 1, cl.size) + 0.3 * d
+    res = cr2_satterthwaite(y, d, cl)
+    assert res.df == pytest.approx((1 / gt + 1 / gc) ** 2 / (1 / (gt**2 * (gt - 1)) + 1 / (gc**2 * (gc - 1))), rel=1e-10)
+    means = np.array([y[cl == g].mean() for g in range(gt + gc)])
+    welch_var = means[:gt].var(ddof=1) / gt + means[gt:].var(ddof=1) / gc
+    assert res.se**2 == pytest.approx(welch_var, rel=1e-10)
+    x = sm.add_constant(d)
+    fit = sm.OLS(y, x).fit(cov_type="cluster", cov_kwds={"groups": cl})
+    g, n = gt + gc, y.size
+    cr0 = fit.bse[1] ** 2 / (g / (g - 1) * (n - 1) / (n - 2))
+    # per arm the CR0 pieces: (G_a - 1) s_a^2 / G_a^2
+    cr0_hand = (gt - 1) * means[:gt].var(ddof=1) / gt**2 + (gc - 1) * means[gt:].var(ddof=1) / gc**2
+    assert cr0 == pytest.approx(cr0_hand, rel=1e-9)
+    assert res.diff == pytest.approx(fit.params[1], rel=1e-10)
+
+
+def test_cr2_degenerate():
+    assert np.isnan(cr2_satterthwaite(Y[:4], D[:4], CL[:4]).se)  # 2 clusters
+    assert np.isnan(cr2_satterthwaite(Y, np.ones_like(D), CL).se)  # one arm only
+    y_nan = Y.copy()
+    y_nan[0] = np.nan
+    assert np.isnan(cr2_satterthwaite(y_nan, D, CL).pvalue)
+    const = cr2_satterthwaite(np.ones(12), D, CL)
+    assert np.isnan(const.pvalue) and const.diff == 0.0
+    with pytest.raises(ValueError):
+        cr2_satterthwaite(Y, D * 2, CL)
+    with pytest.raises(ValueError):
+        cr2_satterthwaite(Y, D[:5], CL)
+
+
+def test_design_effect():
+    assert design_effect(10, 0.05) == pytest.approx(1.45)  # Kish: 1 + 9 * 0.05
+    assert design_effect(10, 0.05, cv=0.5) == pytest.approx(1.575)  # Eldridge: 1 + (1.25*10 - 1) * 0.05
+    assert design_effect(1, 0.3) == 1.0
+    np.testing.assert_allclose(design_effect([2, 3], [0.1, 0.2]), [1.1, 1.4])
+    assert np.isnan(design_effect(np.nan, 0.1))
+    with pytest.raises(ValueError):
+        design_effect(0.5, 0.1)
+    with pytest.raises(ValueError):
+        design_effect(5, 1.5)

@@ -1,0 +1,99 @@
+"""Tests for zcl_assets.stats.continuous."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from zcl_assets.stats.continuous import apply_direction_and_cap, mann_whitney, welch
+
+# R datasets::sleep, extra by group
+SLEEP_1 = np.array([0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0])
+SLEEP_2 = np.array([1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4])
+
+
+def _stats(a):
+    return a.size, a.mean(), a.var(ddof=1)
+
+
+def test_welch_matches_r_sleep():
+    # R: t.test(extra ~ group, data = sleep)  (Welch by default; group 1 - group 2)
+    # t = -1.8608, df = 17.776, p-value = 0.07939
+    # 95 percent confidence interval: -3.3654832  0.2054832
+    # Here treatment = group 2, so signs flip: diff = +1.58.
+    res = welch(*_stats(SLEEP_2), *_stats(SLEEP_1))
+    assert res.diff == pytest.approx(1.58, abs=1e-12)
+    assert res.statistic == pytest.approx(1.8608, abs=5e-5)
+    assert res.df == pytest.approx(17.776, abs=5e-4)
+    assert res.pvalue == pytest.approx(0.07939, abs=5e-6)
+    assert res.ci_low == pytest.approx(-0.2054832, abs=5e-8)
+    assert res.ci_high == pytest.approx(3.3654832, abs=5e-8)
+
+
+def test_welch_vectorised_matches_scipy_raw():
+    rng = np.random.default_rng(1)
+    samples = [(rng.normal(1, 2, n1), rng.normal(0, 1, n2)) for n1, n2 in [(5, 9), (30, 12), (200, 250)]]
+    s_t = np.array([_stats(t) for t, _ in samples]).T
+    s_c = np.array([_stats(c) for _, c in samples]).T
+    res = welch(*s_t, *s_c)
+    for i, (t, c) in enumerate(samples):
+        ref = stats.ttest_ind(t, c, equal_var=False)  # scipy Welch on raw data
+        assert res.statistic[i] == pytest.approx(ref.statistic, rel=1e-10)
+        assert res.pvalue[i] == pytest.approx(ref.pvalue, rel=1e-10)
+        assert res.df[i] == pytest.approx(ref.df, rel=1e-10)
+        ci = ref.confidence_interval(0.95)
+        assert res.ci_low[i] == pytest.approx(ci.low, rel=1e-10)
+        assert res.ci_high[i] == pytest.approx(ci.high, rel=1e-10)
+
+
+def test_welch_degenerate():
+    # two constant samples: scipy can report p ~ 0; we report NaN (zero standard error)
+    res = welch(10, 1.0, 0.0, 10, 1.0 + 1e-9, 0.0)
+    assert np.isnan(res.pvalue) and np.isnan(res.ci_low) and np.isnan(res.statistic)
+    # n < 2, NaN input, empty arm
+    res = welch([1, 10, 0], [1.0, np.nan, 0.0], [0.5, 1.0, 0.0], [10, 10, 10], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
+    assert np.isnan(res.pvalue).all() and np.isnan(res.df).all()
+    with pytest.raises(ValueError):
+        welch(10, 1.0, -1.0, 10, 1.0, 1.0)
+    with pytest.raises(ValueError):
+        welch(10, 1.0, 1.0, 10, 1.0, 1.0, alpha=1.5)
+
+
+# R ?wilcox.test example (Hollander & Wolfe): x = permeability at 12-26 weeks, y = at term
+WX = [0.80, 0.83, 1.89, 1.04, 1.45, 1.38, 1.91, 1.64, 0.73, 1.46]
+WY = [1.15, 0.88, 0.90, 0.74, 1.21]
+
+
+def test_mann_whitney_references():
+    # R: wilcox.test(x, y, alternative = "g") -> W = 35, p-value = 0.1272 (exact);
+    # two-sided exact p is twice that: 0.2544 (= 0.254412254...)
+    ex = mann_whitney(WX, WY, method="exact")
+    assert ex.statistic == 35
+    assert ex.pvalue == pytest.approx(0.2544, abs=5e-5)
+    # asymptotic with continuity, by hand: mu = 10*5/2 = 25, sigma^2 = 10*5*16/12,
+    # z = (35 - 25 - 0.5) / sigma = 1.16350, p = 2 * (1 - Phi(z)) = 0.244624
+    asy = mann_whitney(WX, WY)
+    z = (35 - 25 - 0.5) / np.sqrt(10 * 5 * 16 / 12)
+    assert asy.pvalue == pytest.approx(2 * stats.norm.sf(z), rel=1e-12)
+    assert asy.pvalue == pytest.approx(0.244624, abs=5e-7)
+    assert asy.method == "asymptotic" and asy.use_continuity
+
+
+def test_mann_whitney_degenerate():
+    assert np.isnan(mann_whitney([], [1.0, 2.0]).pvalue)
+    assert np.isnan(mann_whitney([1.0, np.nan], [1.0, 2.0]).pvalue)
+    assert np.isnan(mann_whitney([3.0, 3.0, 3.0], [3.0, 3.0]).pvalue)  # all tied
+    with pytest.raises(ValueError):
+        mann_whitney([1.0], [2.0], method="auto")
+
+
+def test_apply_direction_and_cap():
+    out = apply_direction_and_cap([10.0, 500.0, np.nan], "decrease", cap=300.0)
+    np.testing.assert_array_equal(out, [-10.0, -300.0, np.nan])
+    np.testing.assert_array_equal(apply_direction_and_cap([1.0, 2.0], "increase"), [1.0, 2.0])
+    assert apply_direction_and_cap(5.0, "increase", cap=3.0) == 3.0
+    # positive difference = beneficial: fewer tokens in treatment gives a positive diff
+    t = apply_direction_and_cap(np.array([100.0, 120.0]), "decrease").mean()
+    c = apply_direction_and_cap(np.array([150.0, 170.0]), "decrease").mean()
+    assert t - c == 50.0
+    with pytest.raises(ValueError):
+        apply_direction_and_cap([1.0], "down")

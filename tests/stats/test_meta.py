@@ -1,0 +1,73 @@
+"""Tests for zcl_assets.stats.meta."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from zcl_assets.stats.meta import hksj_random_effects
+
+# metafor::dat.bcg (BCG vaccine trials): tpos, tneg, cpos, cneg
+BCG = np.array(
+    [
+        [4, 119, 11, 128], [6, 300, 29, 274], [3, 228, 11, 209], [62, 13536, 248, 12619],
+        [33, 5036, 47, 5761], [180, 1361, 372, 1079], [8, 2537, 10, 619], [505, 87886, 499, 87892],
+        [29, 7470, 45, 7232], [17, 1699, 65, 1600], [186, 50448, 141, 27197], [5, 2493, 3, 2338],
+        [27, 16886, 29, 17825],
+    ],
+    dtype=float,
+)
+TP, TN, CP, CN = BCG.T
+YI = np.log(TP / (TP + TN)) - np.log(CP / (CP + CN))  # escalc(measure = "RR")
+VI = 1 / TP - 1 / (TP + TN) + 1 / CP - 1 / (CP + CN)
+
+
+def test_bcg_against_metafor():
+    # R: rma(measure = "RR", ai = tpos, bi = tneg, ci = cpos, di = cneg, data = dat.bcg,
+    #        method = "DL", test = "knha")
+    # tau^2 = 0.3088, Q(df = 12) = 152.2330, estimate -0.7141, p 0.0019,
+    # ci.lb -1.1078, ci.ub -0.3204   (without test = "knha": -1.0644, -0.3638)
+    res = hksj_random_effects(YI, VI)
+    assert res.tau2 == pytest.approx(0.3088, abs=5e-5)
+    assert res.q == pytest.approx(152.2330, abs=5e-5)
+    assert res.estimate == pytest.approx(-0.7141, abs=5e-5)
+    assert res.ci_low == pytest.approx(-1.1078, abs=5e-5)
+    assert res.ci_high == pytest.approx(-0.3204, abs=5e-5)
+    assert res.pvalue == pytest.approx(0.0019, abs=5e-5)
+    assert res.df == 12 and res.k == 13
+
+
+def test_hksj_hand_computation_dl_and_pm():
+    for method in ("dl", "pm"):
+        res = hksj_random_effects(YI, VI, method=method)
+        w0 = 1 / VI
+        mu0 = np.sum(w0 * YI) / w0.sum()
+        q = np.sum(w0 * (YI - mu0) ** 2)
+        if method == "dl":
+            tau2 = max(0.0, (q - 12) / (w0.sum() - np.sum(w0**2) / w0.sum()))
+        else:  # Paule-Mandel: generalised Q equals k - 1
+            def gen_q(t):
+                w = 1 / (VI + t)
+                mu = np.sum(w * YI) / w.sum()
+                return np.sum(w * (YI - mu) ** 2) - 12
+            tau2 = __import__("scipy.optimize", fromlist=["brentq"]).brentq(gen_q, 0, 10, xtol=1e-14)
+        w = 1 / (VI + tau2)
+        mu = np.sum(w * YI) / w.sum()
+        se_hksj = np.sqrt(np.sum(w * (YI - mu) ** 2) / (12 * w.sum()))
+        half = stats.t.ppf(0.975, 12) * se_hksj
+        assert res.tau2 == pytest.approx(tau2, rel=1e-6)
+        assert res.estimate == pytest.approx(mu, rel=1e-6)
+        assert res.ci_low == pytest.approx(mu - half, rel=1e-6)
+        assert res.ci_high == pytest.approx(mu + half, rel=1e-6)
+
+
+def test_meta_degenerate():
+    res = hksj_random_effects([0.1], [0.01])
+    assert np.isnan(res.estimate) and res.k == 1
+    res = hksj_random_effects([0.1, np.nan, 0.3], [0.01, 0.02, 0.0])  # NaN and zero variance dropped
+    assert res.k == 1 and np.isnan(res.ci_low)
+    same = hksj_random_effects([0.2, 0.2, 0.2], [0.01, 0.02, 0.03])  # identical effects: HKSJ se 0
+    assert same.estimate == pytest.approx(0.2) and np.isnan(same.pvalue) and np.isnan(same.ci_low)
+    with pytest.raises(ValueError):
+        hksj_random_effects([0.1, 0.2], [0.01, -0.01])
+    with pytest.raises(ValueError):
+        hksj_random_effects([0.1, 0.2], [0.01, 0.01], method="reml")

@@ -1,0 +1,41 @@
+"""The whole code location loads, with the assets, checks, jobs and schedule it promises."""
+
+import dagster as dg
+
+from zcl_assets.definitions import defs
+
+TABLES = ["experiments", "experiment_events", "sessions", "assignments", "outcomes", "admission_events", "arm_snapshots"]
+
+
+def test_code_location_loads_with_its_assets_checks_jobs_and_schedule():
+    definitions = defs()
+    graph = definitions.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    expected = {f"raw_{t}" for t in TABLES} | {f"staged_{t}" for t in TABLES}
+    expected |= {"verification_records", "experience", "experiment_plans", "experiment_analysis"}
+    assert keys == expected
+
+    checks = {(c.asset_key.to_user_string(), c.name) for c in graph.asset_check_keys}
+    for table in TABLES:
+        assert (f"staged_{table}", "row_conservation") in checks
+    assert ("staged_assignments", "unique_session_experiment") in checks
+    assert ("staged_assignments", "arm_in_declared_set") in checks
+    assert ("staged_outcomes", "assignment_before_outcome") in checks
+    assert ("experience", "assignment_conservation") in checks
+    assert ("experiment_analysis", "sample_ratio") in checks
+
+    assert {j.name for j in definitions.resolve_all_job_defs()} >= {"nightly_job", "ingest_job"}
+    schedule = definitions.resolve_schedule_def("nightly_schedule")
+    assert schedule.cron_schedule == "0 2 * * *"
+    assert schedule.execution_timezone == "UTC"
+    assert schedule.job_name == "nightly_job"
+    assert definitions.resolve_sensor_def("landing_sensor").job_name == "ingest_job"
+
+
+def test_every_asset_has_group_kinds_and_description():
+    graph = defs().resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        assert node.group_name in {"landing", "staging", "experience", "analysis"}, key
+        assert node.kinds, key
+        assert node.description, key

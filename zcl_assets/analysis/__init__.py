@@ -1,0 +1,1 @@
+"""Analysis glue without Dagster: registrations to plans, arm statistics to comparisons."""

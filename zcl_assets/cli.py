@@ -1,0 +1,183 @@
+"""The ``zcl`` command: import data into the landing folder, run the night, print the report.
+
+Landing folder and warehouse come from ``--landing-dir`` / ``--warehouse``, else the
+environment (``ZCL_LANDING_DIR``, ``ZCL_WAREHOUSE``), else ``data/landing`` and
+``data/warehouse.duckdb`` under the project root. ``zcl run`` records its runs in the Dagster
+instance at ``DAGSTER_HOME`` (default: the project's ``dagster_home/``), so ``dagster dev``
+shows them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from zcl_assets.paths import bundled_dir, default_landing_dir, default_warehouse_path, project_root
+
+
+def _today() -> str:
+    return dt.datetime.now(dt.timezone.utc).date().isoformat()
+
+
+@click.group()
+@click.option("--landing-dir", type=click.Path(file_okay=False), default=None, help="Landing folder [env ZCL_LANDING_DIR; default data/landing].")
+@click.option("--warehouse", type=click.Path(dir_okay=False), default=None, help="DuckDB file [env ZCL_WAREHOUSE; default data/warehouse.duckdb].")
+@click.pass_context
+def main(ctx: click.Context, landing_dir: str | None, warehouse: str | None) -> None:
+    """ZCL experience pipeline: verified experience tables and nightly experiment analysis."""
+    # Explicit options win; they are exported so that Dagster resources resolve the same paths.
+    if landing_dir:
+        os.environ["ZCL_LANDING_DIR"] = str(Path(landing_dir).resolve())
+    if warehouse:
+        os.environ["ZCL_WAREHOUSE"] = str(Path(warehouse).resolve())
+    ctx.obj = {"landing": default_landing_dir(), "warehouse": default_warehouse_path()}
+
+
+@main.group(name="import")
+def import_group() -> None:
+    """Turn an external export into landing files (split by UTC day)."""
+
+
+def _parse_map(pairs: tuple[str, ...]) -> dict[str, str] | None:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise click.BadParameter(f"expected ARM=VALUE, got {pair!r}")
+        arm, value = pair.split("=", 1)
+        out[arm] = value
+    return out or None
+
+
+@import_group.command("ab-export")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--experiment", "experiment_id", required=True, help="Experiment id to register the export under.")
+@click.option("--unit-column", default="user_id", show_default=True)
+@click.option("--timestamp-column", default="timestamp", show_default=True)
+@click.option("--assigned-column", default="group", show_default=True, help="Column of the assigned arm (the coin).")
+@click.option("--delivered-column", default="landing_page", show_default=True, help="Column of the variant actually delivered.")
+@click.option("--outcome-column", default="converted", show_default=True, help="Binary outcome column (0/1 or true/false).")
+@click.option("--variant", "variants", multiple=True, metavar="ARM=VALUE", help="Delivered value of an arm, e.g. control=old_page (repeatable).")
+@click.option("--control-arm", default="control", show_default=True)
+@click.option("--org", "org_id", default="default", show_default=True)
+@click.option("--task-type", default="ab_export", show_default=True)
+@click.option("--mde", type=float, default=0.01, show_default=True, help="Absolute minimum detectable effect.")
+@click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option("--power", type=float, default=0.8, show_default=True)
+@click.option("--baseline", "baseline_mean", type=float, default=0.5, show_default=True, help="Control rate; 0.5 is the conservative binary variance.")
+@click.option("--min-samples", "min_samples_per_arm", type=int, default=100, show_default=True)
+@click.option("--unit", "randomization_unit", type=click.Choice(["user", "session"]), default="user", show_default=True)
+@click.option("--sessions-per-unit", type=click.Choice(["one", "many"]), default="one", show_default=True, help="'one': a repeated unit is a defect.")
+@click.pass_obj
+def import_ab_export_command(obj, file, variants, **options) -> None:
+    """Import a unit-level A/B export FILE (CSV or Parquet) as one registered experiment."""
+    from zcl_assets.importers.ab_export import import_ab_export
+
+    summary = import_ab_export(file, obj["landing"], variant_map=_parse_map(variants), **options)
+    click.echo(f"imported {file} into {obj['landing']}: {summary}")
+
+
+@import_group.command("arm-snapshots")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--layout", type=click.Choice(["asos", "generic"]), default="asos", show_default=True)
+@click.option("--start-date", default="2021-01-04", show_default=True, help="UTC date of time 0 (asos layout).")
+@click.option("--org", "org_id", default="asos", show_default=True)
+@click.option("--task-type", default="online_retail", show_default=True)
+@click.option("--mde-relative", type=float, default=0.01, show_default=True, help="MDE as a share of the baseline.")
+@click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option("--power", type=float, default=0.8, show_default=True)
+@click.option("--min-samples", "min_samples_per_arm", type=int, default=1000, show_default=True)
+@click.pass_obj
+def import_arm_snapshots_command(obj, file, **options) -> None:
+    """Import per-arm cumulative statistics over time (count, mean, variance) from FILE."""
+    from zcl_assets.importers.arm_snapshots import import_arm_snapshots
+
+    summary = import_arm_snapshots(file, obj["landing"], **options)
+    click.echo(f"imported {file} into {obj['landing']}: {summary}")
+
+
+@import_group.command("bundled")
+@click.option("--seed", type=int, default=20261129, show_default=True, help="Seed of the simulated sessions.")
+@click.pass_obj
+def import_bundled_command(obj, seed: int) -> None:
+    """Land the bundled data: the ASOS experiments (CC BY 4.0) and simulated ZCL sessions."""
+    from zcl_assets.importers.arm_snapshots import import_arm_snapshots
+    from zcl_assets.simulation.sessions import simulate_sessions
+
+    asos = bundled_dir() / "asos_digital_experiments" / "asos_digital_experiments_dataset.csv"
+    snapshots = import_arm_snapshots(asos, obj["landing"], start_date=BUNDLED_ASOS_START)
+    simulated = simulate_sessions(obj["landing"], seed=seed, start=BUNDLED_SIMULATION_START)
+    click.echo(
+        f"landed ASOS: {len(snapshots.experiment_ids)} experiments; simulated: "
+        f"{sum(simulated.records_written.values())} records in {len(simulated.experiments)} experiments -> {obj['landing']}"
+    )
+
+
+# The bundled sources are laid next to each other in time, so one run covers them.
+BUNDLED_ASOS_START = "2026-06-01"
+BUNDLED_SIMULATION_START = "2026-09-01"
+
+
+def _ensure_dagster_home() -> Path:
+    home = os.environ.get("DAGSTER_HOME")
+    path = Path(home) if home else project_root() / "dagster_home"
+    path = path.resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ["DAGSTER_HOME"] = str(path)
+    return path
+
+
+@main.command("run")
+@click.option("--as-of", default=None, help="UTC day of the look (YYYY-MM-DD) [default: today].")
+@click.pass_obj
+def run_command(obj, as_of: str | None) -> None:
+    """Load every landed day not yet loaded, then take the night's look, as the schedule does."""
+    import dagster as dg
+
+    from zcl_assets.runner import run_night
+
+    as_of = as_of or _today()
+    try:
+        dt.date.fromisoformat(as_of)
+    except ValueError as exc:
+        raise click.BadParameter(f"--as-of must be YYYY-MM-DD, got {as_of!r}") from exc
+    home = _ensure_dagster_home()
+    with dg.DagsterInstance.get() as instance:
+        results = run_night(instance, as_of, echo=click.echo)
+    if results and not results[-1].success:
+        click.echo(f"run {results[-1].run_id} failed; open `make dev` (DAGSTER_HOME={home}) to see why", err=True)
+        sys.exit(1)
+    _print_report(obj["warehouse"], as_of, as_json=False)
+
+
+@main.command("report")
+@click.option("--as-of", default=None, help="Look to show (YYYY-MM-DD) [default: the latest].")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON.")
+@click.pass_obj
+def report_command(obj, as_of: str | None, as_json: bool) -> None:
+    """Per experiment and comparison: units and successes (or mean and variance) per arm, difference,
+    95% interval, p-value with its test, planned sample per arm."""
+    _print_report(obj["warehouse"], as_of, as_json)
+
+
+def _print_report(warehouse: Path, as_of: str | None, as_json: bool) -> None:
+    from resources import Warehouse
+    from zcl_assets.summary import look_summary, render_summary
+
+    try:
+        with Warehouse(path=str(warehouse)).connect(read_only=True) as con:
+            summary = look_summary(con, as_of)
+    except (FileNotFoundError, LookupError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, default=str))
+    else:
+        click.echo(render_summary(summary))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

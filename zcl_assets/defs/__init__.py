@@ -1,0 +1,1 @@
+"""Dagster definitions, one folder per domain, loaded by ``zcl_assets.definitions``."""

@@ -1,0 +1,1 @@
+"""The nightly side: verified experience, frozen plans and one look per night."""

@@ -1,0 +1,66 @@
+"""Blocking invariants of the staged tables: a failure here is a bug, so data stops.
+
+Each check reads the whole staged table, since the properties span partitions.
+"""
+
+
+import dagster as dg
+
+from contracts.tables import CONTRACTS
+from resources import Warehouse
+from sql import load_sql
+
+
+def _build_conservation_check(table: str) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset=dg.AssetKey(f"staged_{table}"),
+        name="row_conservation",
+        blocking=True,
+        description="Every raw row of every day is either staged or quarantined: raw = staged + quarantined.",
+    )
+    def check(warehouse: Warehouse) -> dg.AssetCheckResult:
+        with warehouse.connect() as con:
+            sql = load_sql("count_table_conservation").format(staged=f"staged_{table}")
+            broken = con.execute(sql, {"table": table}).fetchall()
+        return dg.AssetCheckResult(
+            passed=not broken,
+            metadata={"days_not_conserved": len(broken), "examples": dg.MetadataValue.json([list(map(str, r)) for r in broken[:10]])},
+        )
+
+    return check
+
+
+def _violations_check(asset: str, name: str, sql_name: str, description: str) -> dg.AssetChecksDefinition:
+    @dg.asset_check(asset=dg.AssetKey(asset), name=name, blocking=True, description=description)
+    def check(warehouse: Warehouse) -> dg.AssetCheckResult:
+        with warehouse.connect() as con:
+            rows = con.execute(load_sql(sql_name)).fetchall()
+        return dg.AssetCheckResult(
+            passed=not rows,
+            metadata={"violations_shown": len(rows), "examples": dg.MetadataValue.json([list(map(str, r)) for r in rows])},
+        )
+
+    return check
+
+
+conservation_checks = [_build_conservation_check(t) for t in CONTRACTS]
+staged_invariant_checks = [
+    _violations_check(
+        "staged_assignments",
+        "unique_session_experiment",
+        "find_staged_duplicate_assignments",
+        "A session is assigned at most once to an experiment: (session_id, experiment_id) is unique.",
+    ),
+    _violations_check(
+        "staged_assignments",
+        "arm_in_declared_set",
+        "find_staged_undeclared_arms",
+        "Every staged assignment names a registered experiment and one of its declared arms.",
+    ),
+    _violations_check(
+        "staged_outcomes",
+        "assignment_before_outcome",
+        "find_staged_outcomes_before_assignment",
+        "No staged outcome is recorded before its session's assignment.",
+    ),
+]

@@ -1,0 +1,90 @@
+"""The per-experiment summary that ``zcl run`` and ``zcl report`` print."""
+
+from __future__ import annotations
+
+import math
+
+import duckdb
+
+COMPARISON_COLUMNS = (
+    "org_id", "task_type", "source", "metric", "is_primary", "analysis_unit", "control_arm", "treatment_arm",
+    "n_control", "n_treatment", "successes_control", "successes_treatment", "mean_control", "mean_treatment",
+    "variance_control", "variance_treatment", "difference", "ci_low", "ci_high", "ci_method", "p_value",
+    "p_method", "interval_test_disagree", "relative_lift", "lift_ci_low", "lift_ci_high", "cs_low", "cs_high",
+    "planned_n_per_arm", "srm_sequential_p",
+)
+
+
+def _clean(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def look_summary(con: duckdb.DuckDBPyConnection, as_of: str | None = None) -> dict:
+    """The look ``as_of`` (default: the latest) as a JSON-ready dict.
+
+    Shape: ``{"as_of", "experiments": [{"experiment_id", "comparisons": [...]}],
+    "quarantine": {table: {rule: rows}}}``. Raises ``LookupError`` if no look exists.
+    """
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    if "experiment_analysis" not in tables:
+        raise LookupError("no look has been taken yet: run `zcl run`")
+    if as_of is None:
+        found = con.execute("SELECT CAST(max(as_of) AS VARCHAR) FROM experiment_analysis").fetchone()[0]
+        if found is None:
+            raise LookupError("no look has been taken yet: run `zcl run`")
+        as_of = found
+    cols = ", ".join(COMPARISON_COLUMNS)
+    rows = con.execute(
+        f"SELECT experiment_id, {cols} FROM experiment_analysis WHERE as_of = CAST(? AS DATE) "
+        "ORDER BY org_id, experiment_id, NOT is_primary, metric, treatment_arm",
+        [as_of],
+    ).fetchall()
+    experiments: dict[str, list[dict]] = {}
+    for row in rows:
+        experiments.setdefault(row[0], []).append({k: _clean(v) for k, v in zip(COMPARISON_COLUMNS, row[1:])})
+    quarantine: dict[str, dict[str, int]] = {}
+    for table, rule, count in con.execute(
+        "SELECT source_table, rule, count(*) FROM quarantine GROUP BY ALL ORDER BY ALL"
+    ).fetchall():
+        quarantine.setdefault(table, {})[rule] = count
+    return {
+        "as_of": as_of,
+        "experiments": [{"experiment_id": k, "comparisons": v} for k, v in experiments.items()],
+        "quarantine": quarantine,
+    }
+
+
+def _fmt(value: object, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def render_summary(summary: dict, primary_only: bool = True) -> str:
+    """A plain-text table: one line per comparison of the primary metric."""
+    lines = [f"Look as of {summary['as_of']}: {len(summary['experiments'])} experiments"]
+    header = f"{'experiment':<22} {'metric':<12} {'comparison':<24} {'n_c':>8} {'n_t':>8} {'control':>10} {'treatment':>10} {'diff':>9} {'95% interval':>21} {'p':>9} {'test':<13} {'planned/arm':>11}"
+    lines += [header, "-" * len(header)]
+    for experiment in summary["experiments"]:
+        for c in experiment["comparisons"]:
+            if primary_only and not c["is_primary"]:
+                continue
+            if c["successes_control"] is not None:
+                control, treatment = f"{c['successes_control']}/{c['n_control']}", f"{c['successes_treatment']}/{c['n_treatment']}"
+            else:
+                control, treatment = _fmt(c["mean_control"]), _fmt(c["mean_treatment"])
+            interval = f"[{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}]"
+            lines.append(
+                f"{experiment['experiment_id'][:22]:<22} {c['metric'][:12]:<12} {(c['treatment_arm'] + ' vs ' + c['control_arm'])[:24]:<24} "
+                f"{_fmt(c['n_control']):>8} {_fmt(c['n_treatment']):>8} {control[:10]:>10} {treatment[:10]:>10} "
+                f"{_fmt(c['difference'], 3):>9} {interval:>21} {_fmt(c['p_value'], 3):>9} {(c['p_method'] or '-'):<13} "
+                f"{_fmt(c['planned_n_per_arm'], 6):>11}"
+            )
+    quarantined = {t: sum(r.values()) for t, r in summary["quarantine"].items()}
+    lines.append(f"Quarantined rows by table: {quarantined or 'none'} (see table `quarantine` for rule and reason)")
+    lines.append("Decisions: not computed yet (descriptive figures only; the confidence sequence is stored as cs_low/cs_high).")
+    return "\n".join(lines)
