@@ -54,12 +54,12 @@ def _non_blank(data: PolarsData) -> pl.LazyFrame:
 
 def _finite_check(*columns: str):
     """A model check that every listed float column is finite (pandera lets NaN and inf pass)."""
-    return pa.check(*columns, name="finite", error="must be a finite number")(classmethod(lambda cls, data: _finite(data)))
+    return pa.check(*columns, name="finite")(classmethod(lambda cls, data: _finite(data)))
 
 
 def _non_blank_check(*columns: str):
     """A model check that every listed text column is not blank."""
-    return pa.check(*columns, name="non_blank", error="must not be blank")(classmethod(lambda cls, data: _non_blank(data)))
+    return pa.check(*columns, name="non_blank")(classmethod(lambda cls, data: _non_blank(data)))
 
 
 class ExperimentModel(pa.DataFrameModel):

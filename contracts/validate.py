@@ -132,9 +132,14 @@ def _apply_defaults(contract: TableContract, frame: pl.DataFrame) -> pl.DataFram
 
 def _parse_failures(contract: TableContract, frame: pl.DataFrame, day: str, fail) -> None:
     objects = frame.get_column("is_object").cast(pl.Boolean)
+    records = frame.get_column("record").to_list()
     for i, ok in enumerate(objects.to_list()):
         if not ok:
-            fail(i, "malformed_record", "not a JSON object (unparseable line, or a file that could not be read)")
+            record = records[i] or ""
+            if record.startswith("unreadable file: "):
+                fail(i, "unreadable_file", record.removeprefix("unreadable file: "))
+            else:
+                fail(i, "malformed_record", "not a JSON object")
     for f in contract.fields:
         text = frame.get_column(f"{f.name}__text")
         typed = frame.get_column(f.name)

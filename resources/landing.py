@@ -56,6 +56,35 @@ class LandingStore(dg.ConfigurableResource):
                         found.add(folder.name)
         return sorted(found)
 
+    def stray_files(self) -> list[tuple[str, str, str, str]]:
+        """Files under the landing folder that no partition will ever read.
+
+        Returns (table folder, path relative to the root, rule, reason) for: a file in an
+        unknown table folder, a file directly in a table folder, a day folder whose name is
+        not a valid ``YYYY-MM-DD`` date, and a file whose suffix is not one of
+        ``FILE_SUFFIXES``. Hidden files (``.name``, e.g. an importer's temporary file) are
+        not reported.
+        """
+        root = Path(self.root)
+        if not root.is_dir():
+            return []
+        strays = []
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            rel = path.relative_to(root)
+            if any(part.startswith(".") for part in rel.parts):
+                continue
+            parts = rel.parts
+            table = parts[0] if len(parts) > 1 else ""
+            if table not in LANDING_TABLES:
+                strays.append((table, str(rel), "unknown_table", f"{table or 'the landing root'} is not a landing table {LANDING_TABLES}"))
+            elif len(parts) != 3:
+                strays.append((table, str(rel), "bad_landing_path", "files go in <table>/<YYYY-MM-DD>/<file>"))
+            elif not (_DAY.match(parts[1]) and _valid_day(parts[1])):
+                strays.append((table, str(rel), "bad_landing_path", f"day folder {parts[1]!r} is not a valid YYYY-MM-DD date"))
+            elif path.suffix.lower() not in FILE_SUFFIXES:
+                strays.append((table, str(rel), "unsupported_file_type", f"suffix {path.suffix or '(none)'} is not one of {FILE_SUFFIXES}"))
+        return strays
+
     def fingerprint(self, day: str) -> list[tuple[str, str, int, int]]:
         """(table, file name, size in bytes, mtime in ns) of every file landed on ``day``."""
         rows = []

@@ -77,8 +77,16 @@ def import_ab_export_command(obj, file, variants, **options) -> None:
     """Import a unit-level A/B export FILE (CSV or Parquet) as one registered experiment."""
     from zcl_assets.importers.ab_export import import_ab_export
 
-    summary = import_ab_export(file, obj["landing"], variant_map=_parse_map(variants), **options)
-    click.echo(f"imported {file} into {obj['landing']}: {summary}")
+    try:
+        summary = import_ab_export(file, obj["landing"], variant_map=_parse_map(variants), **options)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(
+        f"landed {summary.rows_read} rows of {file} as experiment {options['experiment_id']} "
+        f"(arms {', '.join(summary.arms)}; registered at {summary.registered_at}) in {len(summary.files_written)} files "
+        f"under {obj['landing']}; {summary.mismatched_rows} rows whose delivered variant differs from the assignment "
+        f"and {summary.unparseable_rows} unparseable rows will be quarantined by `zcl run`"
+    )
 
 
 @import_group.command("arm-snapshots")
@@ -96,8 +104,14 @@ def import_arm_snapshots_command(obj, file, **options) -> None:
     """Import per-arm cumulative statistics over time (count, mean, variance) from FILE."""
     from zcl_assets.importers.arm_snapshots import import_arm_snapshots
 
-    summary = import_arm_snapshots(file, obj["landing"], **options)
-    click.echo(f"imported {file} into {obj['landing']}: {summary}")
+    try:
+        summary = import_arm_snapshots(file, obj["landing"], **options)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(
+        f"landed {summary.rows_read} rows of {file}: {len(summary.experiment_ids)} experiments, "
+        f"{sum(summary.records_written.values())} records in {len(summary.files_written)} files under {obj['landing']}"
+    )
 
 
 @import_group.command("bundled")
@@ -147,7 +161,7 @@ def run_command(obj, as_of: str | None) -> None:
         raise click.BadParameter(f"--as-of must be YYYY-MM-DD, got {as_of!r}") from exc
     home = _ensure_dagster_home()
     with dg.DagsterInstance.get() as instance:
-        results = run_night(instance, as_of, echo=click.echo)
+        results = run_night(instance, as_of, echo=click.echo, log_level="WARNING")
     if results and not results[-1].success:
         click.echo(f"run {results[-1].run_id} failed; open `make dev` (DAGSTER_HOME={home}) to see why", err=True)
         sys.exit(1)
@@ -166,6 +180,12 @@ def report_command(obj, as_of: str | None, as_json: bool) -> None:
 
 def _print_report(warehouse: Path, as_of: str | None, as_json: bool) -> None:
     from resources import Warehouse
+
+    if as_of is not None:
+        try:
+            dt.date.fromisoformat(as_of)
+        except ValueError as exc:
+            raise click.BadParameter(f"--as-of must be YYYY-MM-DD, got {as_of!r}") from exc
     from zcl_assets.summary import look_summary, render_summary
 
     try:

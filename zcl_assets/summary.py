@@ -35,6 +35,9 @@ def look_summary(con: duckdb.DuckDBPyConnection, as_of: str | None = None) -> di
         if found is None:
             raise LookupError("no look has been taken yet: run `zcl run`")
         as_of = found
+    looks = [r[0] for r in con.execute("SELECT DISTINCT CAST(as_of AS VARCHAR) FROM experiment_analysis ORDER BY 1").fetchall()]
+    if as_of not in looks:
+        raise LookupError(f"no look as of {as_of}; looks taken: {', '.join(looks[-10:]) or 'none'}")
     cols = ", ".join(COMPARISON_COLUMNS)
     rows = con.execute(
         f"SELECT experiment_id, {cols} FROM experiment_analysis WHERE as_of = CAST(? AS DATE) "
@@ -64,10 +67,17 @@ def _fmt(value: object, digits: int = 4) -> str:
     return str(value)
 
 
+def _planned(value: object) -> str:
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return f"{value:,.0f}"
+    return "unreachable" if value == "inf" else "-"
+
+
 def render_summary(summary: dict, primary_only: bool = True) -> str:
     """A plain-text table: one line per comparison of the primary metric."""
-    lines = [f"Look as of {summary['as_of']}: {len(summary['experiments'])} experiments"]
-    header = f"{'experiment':<22} {'metric':<12} {'comparison':<24} {'n_c':>8} {'n_t':>8} {'control':>10} {'treatment':>10} {'diff':>9} {'95% interval':>21} {'p':>9} {'test':<13} {'planned/arm':>11}"
+    count = len(summary["experiments"])
+    lines = [f"Look as of {summary['as_of']}: {count} experiment{'' if count == 1 else 's'}"]
+    header = f"{'experiment':<22} {'metric':<12} {'comparison':<24} {'n_c':>8} {'n_t':>8} {'control':>17} {'treatment':>17} {'diff':>9} {'95% interval':>21} {'p':>9} {'test':<13} {'planned/arm':>11}"
     lines += [header, "-" * len(header)]
     for experiment in summary["experiments"]:
         for c in experiment["comparisons"]:
@@ -80,11 +90,14 @@ def render_summary(summary: dict, primary_only: bool = True) -> str:
             interval = f"[{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}]"
             lines.append(
                 f"{experiment['experiment_id'][:22]:<22} {c['metric'][:12]:<12} {(c['treatment_arm'] + ' vs ' + c['control_arm'])[:24]:<24} "
-                f"{_fmt(c['n_control']):>8} {_fmt(c['n_treatment']):>8} {control[:10]:>10} {treatment[:10]:>10} "
+                f"{_fmt(c['n_control']):>8} {_fmt(c['n_treatment']):>8} {control:>17} {treatment:>17} "
                 f"{_fmt(c['difference'], 3):>9} {interval:>21} {_fmt(c['p_value'], 3):>9} {(c['p_method'] or '-'):<13} "
-                f"{_fmt(c['planned_n_per_arm'], 6):>11}"
+                f"{_planned(c['planned_n_per_arm']):>11}"
             )
     quarantined = {t: sum(r.values()) for t, r in summary["quarantine"].items()}
+    landing_rules = {"bad_landing_path", "unsupported_file_type", "unknown_table"}
+    if any(landing_rules & set(rules) for rules in summary["quarantine"].values()):
+        lines.append("Some landed files are not read (wrong folder or file type): see quarantine rows of stage 'landing'.")
     lines.append(f"Quarantined rows by table: {quarantined or 'none'} (see table `quarantine` for rule and reason)")
     lines.append("Decisions: not computed yet (descriptive figures only; the confidence sequence is stored as cs_low/cs_high).")
     return "\n".join(lines)

@@ -14,8 +14,8 @@ from resources import LandingStore, Warehouse
 from zcl_assets.defs.ingest.partitions import landing_days
 from zcl_assets.nightly import changed_days, contiguous_blocks
 
-INGEST = dg.AssetSelection.groups("landing", "staging")
-ANALYSIS = dg.AssetSelection.groups("experience", "analysis")
+INGEST = dg.AssetSelection.groups("landing", "staging") - dg.AssetSelection.assets("landing_inventory")
+ANALYSIS = dg.AssetSelection.groups("experience", "analysis") | dg.AssetSelection.assets("landing_inventory")
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"
 
@@ -61,8 +61,10 @@ def plan_requests(landing: LandingStore, warehouse: Warehouse, as_of: str) -> li
 
 def _analysis_keys() -> list[dg.AssetKey]:
     from zcl_assets.defs.analysis import assets
+    from zcl_assets.defs.ingest.assets import landing_inventory
 
-    return [a.key for a in (assets.verification_records, assets.experience, assets.experiment_plans, assets.experiment_analysis)]
+    nightly = (landing_inventory, assets.verification_records, assets.experience, assets.experiment_plans, assets.experiment_analysis)
+    return [a.key for a in nightly]
 
 
 @dg.schedule(job=nightly_job, cron_schedule="0 2 * * *", execution_timezone="UTC", default_status=dg.DefaultScheduleStatus.STOPPED)

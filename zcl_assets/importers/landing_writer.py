@@ -216,9 +216,12 @@ def write_landing(
         path = folder / f"{stem}.jsonl"
         tmp = folder / f".{stem}.jsonl.tmp"
         text = "\n".join(part["line"].to_list()) + "\n"
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        # An identical file is left untouched, so re-importing the same source changes no
+        # landed day and the next run has nothing to reload.
+        if not (path.exists() and path.read_text(encoding="utf-8") == text):
+            with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
         written.add(path)
         result.files.append(path)
         result.rows_per_file[path] = part.height

@@ -154,8 +154,8 @@ def srm_sequential(
 
     log_bf = log_b(a + cc) - log_b(a) - np.sum(cc * np.log(s), axis=-1)
     log_bf = np.where(finite, log_bf, np.nan)
-    bf = np.exp(log_bf)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # a decisive mismatch overflows to an infinite factor
+        bf = np.exp(log_bf)
         p = np.minimum(1.0, np.exp(-log_bf))
     if looks_axis is not None:
         ax = looks_axis % c.ndim

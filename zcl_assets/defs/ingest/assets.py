@@ -15,6 +15,7 @@ from contracts.tables import CONTRACTS
 from resources import LandingStore, Warehouse
 from zcl_assets.defs.ingest.partitions import landing_days
 from zcl_assets.ingest.partition_io import load_raw_partition, stage_partition
+from sql import load_sql
 from zcl_assets.report import markdown_table
 
 # Which staged tables a table's validation reads (references and ordering).
@@ -120,3 +121,29 @@ def _contract_markdown(table: str) -> str:
 
 raw_assets = [_build_raw_asset(t) for t in CONTRACTS]
 staged_assets = [_build_staged_asset(t) for t in CONTRACTS]
+
+
+@dg.asset(group_name="landing", kinds={"duckdb", "python"}, pool="duckdb")
+def landing_inventory(context: dg.AssetExecutionContext, warehouse: Warehouse, landing: LandingStore) -> dg.MaterializeResult:
+    """Landed files that no partition reads (unknown table folder, a day folder that is not a
+    valid date, an unsupported file type) recorded in `quarantine` (stage `landing`) with the
+    reason, so that a misplaced file is reported instead of silently ignored."""
+    import polars as pl
+
+    strays = landing.stray_files()
+    batch = pl.DataFrame(strays, schema=["source_table", "source_file", "rule", "reason"], orient="row")
+    for table, path, rule, reason in strays:
+        context.log.warning(f"landed file not read: {path} ({rule}: {reason})")
+    with warehouse.connect() as con:
+        con.register("strays_batch", batch)
+        con.execute("BEGIN TRANSACTION")
+        con.execute(load_sql("delete_landing_quarantine"))
+        if strays:
+            con.execute(load_sql("insert_landing_quarantine"))
+        con.execute("COMMIT")
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": len(strays),
+            "files_not_read": dg.MetadataValue.md(markdown_table(batch) if strays else "none"),
+        }
+    )

@@ -1,0 +1,108 @@
+"""Malformed input never crashes a run, never disappears: each bad row or file is quarantined
+with the rule it broke, and raw = staged + quarantined for every landing table."""
+
+import json
+
+import dagster as dg
+import duckdb
+import polars as pl
+import pytest
+
+from zcl_assets.runner import run_night
+
+DAY = "2026-10-02"
+GOOD_EXPERIMENT = {
+    "schema_version": 1, "experiment_id": "e1", "org_id": "o", "task_type": "t", "kind": "order",
+    "hypothesis": "h", "control_arm": "control", "primary_metric": "success", "direction": "increase",
+    "mde": 0.1, "alpha": 0.05, "power": 0.8, "baseline_mean": 0.5, "min_samples_per_arm": 10,
+    "randomization_unit": "session", "registered_at": "2026-10-01T00:00:00+00:00",
+    "arms": [{"name": "control", "payload": {}, "allocation": 0.5}, {"name": "treatment", "payload": {}, "allocation": 0.5}],
+}
+
+
+def _write(path, lines):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
+
+
+def _assignment(session, arm="control", experiment="e1", at=f"{DAY}T10:00:00+00:00"):
+    return {"schema_version": 1, "session_id": session, "experiment_id": experiment, "arm": arm, "unit_id": session, "assigned_at": at}
+
+
+def _snapshot(**overrides):
+    row = {"schema_version": 1, "experiment_id": "e1", "arm": "control", "metric": "success",
+           "at": f"{DAY}T00:00:00+00:00", "n": 100, "mean": 0.5, "variance": 0.25}
+    row.update(overrides)
+    return row
+
+
+@pytest.fixture
+def landed(pipeline_paths):
+    landing, warehouse = pipeline_paths
+    bad_allocation = dict(GOOD_EXPERIMENT, experiment_id="e2", arms=[
+        {"name": "control", "payload": {}, "allocation": 0.5}, {"name": "treatment", "payload": {}, "allocation": 0.4}])
+    changed_mde = dict(GOOD_EXPERIMENT, mde=0.2, registered_at="2026-10-01T06:00:00+00:00")
+    _write(landing / "experiments" / "2026-10-01" / "reg.jsonl", [GOOD_EXPERIMENT, bad_allocation, changed_mde])
+    _write(landing / "assignments" / DAY / "a.jsonl", [
+        _assignment("s1"),
+        "[1, 2, 3]",                       # a JSON array, not an object
+        "{not json",                       # malformed
+        _assignment("s2", experiment="nope"),
+        _assignment("s3", arm="blue"),
+        _assignment("s4", at="yesterday"),
+        _assignment("s1"),                 # duplicate (session, experiment)
+        _assignment("s5", at="2026-10-05T00:00:00+00:00"),  # event time on another day
+    ])
+    _write(landing / "sessions" / DAY / "s.jsonl", [
+        {"schema_version": 1, "session_id": "s1", "org_id": "o", "user_id": "u", "task_type": "t",
+         "started_at": f"{DAY}T09:00:00+00:00", "ended_at": f"{DAY}T08:00:00+00:00", "experiment_id": "e1", "delivered_arm": "control"},
+    ])
+    _write(landing / "arm_snapshots" / DAY / "snap.jsonl", [
+        _snapshot(), _snapshot(arm="treatment", n="abc"), _snapshot(arm="treatment", at=f"{DAY}T01:00:00+00:00", mean="NaN"),
+        _snapshot(arm="treatment", at=f"{DAY}T02:00:00+00:00", variance=float("inf")),
+    ])
+    (landing / "outcomes" / DAY).mkdir(parents=True)
+    (landing / "outcomes" / DAY / "empty.csv").write_text("")
+    (landing / "outcomes" / DAY / "header_only.csv").write_text("schema_version,session_id\n")
+    (landing / "assignments" / DAY / "broken.parquet").write_bytes(b"PAR1 this is not parquet")
+    _write(landing / "assignments" / "2026-13-45" / "a.jsonl", [_assignment("s9")])
+    (landing / "assignments" / DAY / "notes.txt").write_text("hello\n")
+    pl.DataFrame([_assignment("s6", arm="treatment")]).write_parquet(landing / "assignments" / DAY / "good.parquet")
+    return landing, warehouse
+
+
+def test_bad_input_is_quarantined_with_its_rule(landed, instance):
+    landing, warehouse = landed
+    results = run_night(instance, "2026-10-03")
+    assert results and all(r.success for r in results)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        rules = {
+            (t, r): n for t, r, n in con.execute("SELECT source_table, rule, count(*) FROM quarantine GROUP BY ALL").fetchall()
+        }
+        staged_assignments = sorted(r[0] for r in con.execute("SELECT session_id FROM staged_assignments").fetchall())
+        for table in ("experiments", "assignments", "sessions", "arm_snapshots", "outcomes"):
+            raw = con.execute("SELECT count(*) FROM raw_records WHERE table_name = ?", [table]).fetchone()[0]
+            staged = con.execute(f"SELECT count(*) FROM staged_{table}").fetchone()[0]
+            quarantined = con.execute(
+                "SELECT count(*) FROM quarantine WHERE source_table = ? AND stage = 'contract'", [table]
+            ).fetchone()[0]
+            assert raw == staged + quarantined, table
+    assert staged_assignments == ["s1", "s6"]
+    assert rules == {
+        ("experiments", "bad_allocation"): 1,
+        ("experiments", "duplicate_key"): 1,           # a changed registration is refused
+        ("assignments", "malformed_record"): 2,
+        ("assignments", "unknown_experiment"): 1,
+        ("assignments", "arm_not_declared"): 1,
+        ("assignments", "bad_type"): 1,
+        ("assignments", "duplicate_key"): 1,
+        ("assignments", "wrong_partition"): 1,
+        ("assignments", "unreadable_file"): 1,
+        ("assignments", "bad_landing_path"): 1,        # day folder 2026-13-45
+        ("assignments", "unsupported_file_type"): 1,   # notes.txt
+        ("sessions", "ended_after_started"): 1,
+        ("arm_snapshots", "bad_type"): 1,
+        ("arm_snapshots", "mean:not_nullable"): 1,     # NaN: pandera counts it as missing
+        ("arm_snapshots", "variance:finite"): 1,
+        ("assignments", "no_session"): 2,              # s6 has none; s1's was quarantined (experience stage)
+    }
