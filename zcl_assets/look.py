@@ -24,7 +24,9 @@ def take_look(con: duckdb.DuckDBPyConnection, as_of: str) -> pl.DataFrame:
     """Comparisons of every registered experiment as of ``as_of`` (read from the warehouse)."""
     params = {"as_of_end": look_end(as_of)}
     registrations = con.execute(load_sql("select_registrations")).pl()
-    plans = con.execute("SELECT experiment_id, planned_n_per_arm, n_fixed_per_arm, plan_reason FROM experiment_plans").pl()
+    plans = con.execute(
+        "SELECT experiment_id, planned_n_per_arm, n_fixed_per_arm, plan_reason, allocation_ratio FROM experiment_plans"
+    ).pl()
     sessions_stats = con.execute(load_sql("aggregate_arm_statistics"), params).pl()
     snapshots = con.execute(load_sql("select_snapshot_statistics"), params).pl()
     assigned = con.execute(load_sql("count_assigned_units"), params).pl()

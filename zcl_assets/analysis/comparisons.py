@@ -88,7 +88,8 @@ def build_comparisons(
 
     Args:
         registrations: one row per experiment (``sql/select_registrations.sql``).
-        plans: ``experiment_id, planned_n_per_arm, n_fixed_per_arm, plan_reason``.
+        plans: ``experiment_id, planned_n_per_arm, n_fixed_per_arm, plan_reason, allocation_ratio``
+            (the control arm's planned sample and the planned treatment-to-control ratio).
         arm_statistics: one row per experiment, arm and metric with ``source`` ('sessions' or
             'arm_snapshots'), ``analysis_unit``, ``n`` (units), ``mean``, ``variance`` (sample
             variance of the unit values, NULL for ratio metrics), ``successes`` (binary) and,
@@ -155,7 +156,12 @@ def build_comparisons(
     lift = relative_lift(mean_t, var_t, n_t, mean_c, var_c, n_c)
     alpha = col(alpha_column)
     planned = col("planned_n_per_arm")
-    cs = confidence_sequence(n_t, mean_t, var_t, n_c, mean_c, var_c, alpha, np.where(np.isfinite(planned), planned, np.nan))
+    ratio_planned = col("allocation_ratio")
+    cs = confidence_sequence(
+        n_t, mean_t, var_t, n_c, mean_c, var_c, alpha,
+        np.where(np.isfinite(planned), planned, np.nan),
+        allocation_ratio=np.where(np.isfinite(ratio_planned), ratio_planned, 1.0),
+    )
     excludes_zero = (out["ci_low"] > 0) | (out["ci_high"] < 0)
     disagree = np.where(np.isnan(out["p_value"]) | np.isnan(out["ci_low"]), False, excludes_zero != (out["p_value"] < 0.05))
 
@@ -196,6 +202,8 @@ def _pairs(registrations: pl.DataFrame, stats: pl.DataFrame) -> pl.DataFrame:
     reg = registrations.with_columns(
         pl.col("guardrails").map_elements(lambda g: [x["metric"] for x in json.loads(g or "[]")], return_dtype=pl.List(pl.String)).alias("guardrail_metrics")
     ).select("experiment_id", "org_id", "task_type", "control_arm", "primary_metric", "direction", "alpha", "guardrail_metrics")
+    missing = [c for c in ("successes", "sum_y", "sum_y2", "sum_m", "sum_m2", "sum_ym") if c not in stats.columns]
+    stats = stats.with_columns(pl.lit(None, dtype=pl.Float64).alias(c) for c in missing)
     stats = stats.with_columns(pl.col("sum_y").is_not_null().alias("is_ratio"))
     joined = stats.join(reg, on="experiment_id", how="inner")
     # Sessions experiments analyse the primary metric and the guardrails; snapshot sources
