@@ -186,7 +186,7 @@ def _print_report(warehouse: Path, as_of: str | None, as_json: bool) -> None:
             dt.date.fromisoformat(as_of)
         except ValueError as exc:
             raise click.BadParameter(f"--as-of must be YYYY-MM-DD, got {as_of!r}") from exc
-    from zcl_assets.summary import look_summary, render_summary
+    from zcl_assets.reports.summary import look_summary, render_summary
 
     try:
         with Warehouse(path=str(warehouse)).connect(read_only=True) as con:

@@ -1,6 +1,6 @@
 """The nightly job, its schedule and the landing sensor.
 
-The schedule and ``zcl run`` plan the same way (``zcl_assets.nightly``): landed days that
+The schedule and ``zcl run`` plan the same way (``zcl_assets.ingest.changes``): landed days that
 changed since they were loaded are grouped into blocks of consecutive days; every block but
 the last is ingested in its own run, and the last block runs together with the night's
 look (the analysis assets) in one run of ``nightly_job``.
@@ -12,7 +12,7 @@ import dagster as dg
 
 from resources import LandingStore, Warehouse
 from zcl_assets.defs.ingest.partitions import landing_days
-from zcl_assets.nightly import changed_days, contiguous_blocks
+from zcl_assets.ingest.changes import changed_days, contiguous_blocks
 
 INGEST = dg.AssetSelection.groups("landing", "staging") - dg.AssetSelection.assets("landing_inventory")
 ANALYSIS = dg.AssetSelection.groups("experience", "analysis") | dg.AssetSelection.assets("landing_inventory")

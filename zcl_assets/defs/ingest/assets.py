@@ -16,7 +16,7 @@ from resources import LandingStore, Warehouse
 from zcl_assets.defs.ingest.partitions import landing_days
 from zcl_assets.ingest.partition_io import load_raw_partition, stage_partition
 from sql import load_sql
-from zcl_assets.report import markdown_table
+from zcl_assets.reports.markdown import markdown_table
 
 # Which staged tables a table's validation reads (references and ordering).
 STAGING_DEPENDS_ON: dict[str, tuple[str, ...]] = {

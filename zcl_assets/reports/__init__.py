@@ -1,0 +1,1 @@
+"""Renderings of looks and tables for the command line and the UI."""
