@@ -21,6 +21,7 @@ from sql import load_sql
 # DDL applied on every write connection, in order; each statement is idempotent.
 SCHEMA_FILES: tuple[str, ...] = (
     "create_landing_manifest",
+    "alter_landing_manifest_add_staged_at",
     "create_raw_records",
     "create_quarantine",
     "create_staged_experiments",

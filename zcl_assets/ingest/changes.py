@@ -16,7 +16,10 @@ from resources.landing import LANDING_TABLES, LandingStore
 
 
 def loaded_fingerprints(warehouse_path: str) -> dict[str, set[tuple[str, str, int, int]]]:
-    """(table, file, size, mtime) per loaded day, read from the manifest (read-only)."""
+    """(table, file, size, mtime) per loaded and staged day, from the manifest (read-only).
+
+    A day loaded but not staged (a run killed in between) does not count, so it is redone.
+    """
     if not Path(warehouse_path).exists():
         return {}
     try:
@@ -28,7 +31,8 @@ def loaded_fingerprints(warehouse_path: str) -> dict[str, set[tuple[str, str, in
         if not exists:
             return {}
         rows = con.execute(
-            "SELECT CAST(partition_day AS VARCHAR), table_name, file_name, size_bytes, mtime_ns FROM landing_manifest"
+            "SELECT CAST(partition_day AS VARCHAR), table_name, file_name, size_bytes, mtime_ns FROM landing_manifest "
+            "WHERE staged_at IS NOT NULL"
         ).fetchall()
     finally:
         con.close()

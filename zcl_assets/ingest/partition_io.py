@@ -97,6 +97,7 @@ def stage_partition(con: duckdb.DuckDBPyConnection, table: str, day: str) -> Sta
         con.execute(load_sql("delete_quarantine_partition"), {"table": table, "day": day})
         if result.quarantined.height:
             con.execute(load_sql("insert_quarantine_rows"), {"table": table, "day": day})
+        con.execute(load_sql("mark_manifest_staged"), {"table": table, "day": day})
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")
