@@ -6,6 +6,8 @@ Used by ``zcl run`` (persistent instance at ``DAGSTER_HOME``) and by the end-to-
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Callable
 
 import dagster as dg
@@ -23,6 +25,8 @@ def run_night(
 
     Returns the results of the runs made, in order (the last one failed if any did).
     """
+    for run_id in release_dead_runs(instance):
+        echo(f"warning: run {run_id} of a process that is gone was marked failed and its pool slots freed")
     definitions = defs()
     resources = build_resources()
     results = []
@@ -36,7 +40,7 @@ def run_night(
         echo(f"run {request.job_name}: {days}" + (f", look as of {as_of}" if request.job_name == "nightly_job" else ""))
         result = job.execute_in_process(
             instance=instance,
-            tags=dict(request.tags),
+            tags={**request.tags, **_owner_tags()},
             run_config={**(request.run_config or {}), "loggers": {"console": {"config": {"log_level": log_level}}}},
             asset_selection=request.asset_selection,
             raise_on_error=False,
@@ -45,3 +49,44 @@ def run_night(
         if not result.success:
             break
     return results
+
+
+HOST_TAG = "zcl/host"
+PID_TAG = "zcl/pid"
+_UNFINISHED = [dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.NOT_STARTED]
+
+
+def _owner_tags() -> dict[str, str]:
+    return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Fail the unfinished in-process runs of this host whose process is gone; free their slots.
+
+    A run killed hard (``kill -9``, a crash) never reports its end and keeps its slot of the
+    ``duckdb`` pool, which would block every later run. In-process runs have no run monitor,
+    so each ``zcl run`` first releases the runs its predecessors left behind.
+
+    Returns:
+        The ids of the runs released.
+    """
+    host = socket.gethostname()
+    released = []
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=_UNFINISHED, tags={HOST_TAG: host})):
+        pid = run.tags.get(PID_TAG, "")
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        instance.report_run_failed(run, message=f"process {pid} on {host} ended without finishing the run")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        released.append(run.run_id)
+    return released

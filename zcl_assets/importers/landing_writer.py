@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,6 +165,7 @@ def write_landing(
     fallback_day: str | _dt.date | None = None,
     schema_version: int = SCHEMA_VERSION,
     remove_stale: bool = True,
+    extra_lines: Mapping[str, Sequence[str]] | None = None,
 ) -> LandingWrite:
     """Write ``records`` of one landing ``table`` as JSON Lines split by UTC day.
 
@@ -183,6 +184,8 @@ def write_landing(
     * ``remove_stale`` (default True): delete ``<name>.jsonl`` files of this table in day
       folders this call did not write, so re-importing a changed source replaces its earlier
       import instead of leaving stale duplicates behind.
+    * ``extra_lines`` (default none): raw text lines appended, verbatim, to the file of a
+      day (``{"YYYY-MM-DD": [line, ...]}``), e.g. deliberately malformed test records.
 
     Rows keep their input order within each file. Each file is written to a temporary name
     and renamed into place, so a reader never sees half a file.
@@ -215,7 +218,7 @@ def write_landing(
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{stem}.jsonl"
         tmp = folder / f".{stem}.jsonl.tmp"
-        text = "\n".join(part["line"].to_list()) + "\n"
+        text = "\n".join([*part["line"].to_list(), *(extra_lines or {}).get(str(day), [])]) + "\n"
         # An identical file is left untouched, so re-importing the same source changes no
         # landed day and the next run has nothing to reload.
         if not (path.exists() and path.read_text(encoding="utf-8") == text):

@@ -659,15 +659,11 @@ def simulate_sessions(
     files: list[Path] = []
     records: dict[str, int] = {}
     for table, (df, tcol, jcols) in frames.items():
+        extra = {day: lines for (t, day), lines in extra_lines.items() if t == table}
         w = write_landing(df, landing, table, time_column=tcol, name=name, json_columns=jcols,
-                          fallback_day=start_date)
-        records[table] = w.rows
+                          fallback_day=start_date, extra_lines=extra)
+        records[table] = w.rows + sum(len(lines) for lines in extra.values())
         files.extend(w.files)
-    for (table, day), lines in extra_lines.items():
-        path = landing / table / day / f"{name}.jsonl"
-        with open(path, "a", encoding="utf-8", newline="\n") as fh:
-            fh.write("".join(line + "\n" for line in lines))
-        records[table] += len(lines)
 
     in_exp = sum(1 for r in raw if r["experiment"] is not None)
     admission_final["total"] = adm_counter
