@@ -1,0 +1,172 @@
+"""Benchmark of one night against a hand-written DuckDB script (DESIGN section 8, speed).
+
+Generates ``--sessions`` sessions with their assignments and outcomes over ``--days`` days
+and ``--experiments`` experiments as landing JSON Lines, then measures, each in its own
+process so that peak memory is its own:
+
+- ``pipeline``: ``zcl_assets.runner.run_night`` on an ephemeral Dagster instance: load,
+  contract validation, staging, verification, experience, plans and the look;
+- ``baseline``: one DuckDB script that reads the same files, joins sessions, assignments
+  and outcomes and aggregates sufficient statistics per experiment and arm;
+- ``startup``: importing the code location and building its definitions.
+
+Prints wall seconds and peak resident memory (MiB) of each, and the ratio pipeline /
+baseline. The target is pipeline <= 2 x baseline + 15 s of start-up, under 4 GB, on 2 cores.
+
+Run: ``python benchmarks/nightly_run.py --sessions 200000`` (about a minute);
+``--sessions 10000000`` is the design's size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT))
+
+START = "2026-01-01"
+
+
+def generate(landing: Path, sessions: int, days: int, experiments: int, seed: int = 1) -> None:
+    """Write registrations, sessions, assignments and outcomes as JSON Lines by UTC day."""
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng(seed)
+    t0 = np.datetime64(f"{START}T00:00:00")
+    regs = []
+    for e in range(experiments):
+        regs.append({
+            "schema_version": 1, "experiment_id": f"bench-{e}", "org_id": f"org-{e % 3}", "task_type": f"task-{e}",
+            "kind": "order", "hypothesis": "benchmark", "control_arm": "control", "primary_metric": "success",
+            "direction": "increase", "mde": 0.02, "alpha": 0.05, "power": 0.8, "baseline_mean": 0.5,
+            "min_samples_per_arm": 100, "randomization_unit": "session", "registered_at": f"{START}T00:00:00+00:00",
+            "arms": [{"name": "control", "payload": {}, "allocation": 0.5}, {"name": "treatment", "payload": {}, "allocation": 0.5}],
+        })
+    folder = landing / "experiments" / START
+    folder.mkdir(parents=True)
+    (folder / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in regs))
+
+    seconds = np.sort(rng.integers(60, days * 86400 - 3600, sessions))
+    started = t0 + seconds.astype("timedelta64[s]")
+    experiment = rng.integers(0, experiments, sessions)
+    arm = np.where(rng.random(sessions) < 0.5, "control", "treatment")
+    success = rng.random(sessions) < np.where(arm == "treatment", 0.52, 0.5)
+    ids = np.char.add("s", np.arange(sessions).astype(str))
+    day = started.astype("datetime64[D]").astype(str)
+    iso = lambda t: np.char.add(t.astype("datetime64[s]").astype(str), "+00:00")  # noqa: E731
+    base = pl.DataFrame({"day": day, "session_id": ids, "experiment_id": np.char.add("bench-", experiment.astype(str)), "arm": arm})
+    tables = {
+        "sessions": base.with_columns(
+            pl.lit(1).alias("schema_version"), pl.lit("org").alias("org_id"), pl.col("session_id").alias("user_id"),
+            pl.lit("task").alias("task_type"), pl.Series("started_at", iso(started)),
+            pl.Series("ended_at", iso(started + np.timedelta64(600, "s"))), pl.col("arm").alias("delivered_arm"),
+        ).drop("arm"),
+        "assignments": base.with_columns(
+            pl.lit(1).alias("schema_version"), pl.col("session_id").alias("unit_id"), pl.Series("assigned_at", iso(started))
+        ),
+        "outcomes": base.select("day", "session_id").with_columns(
+            pl.lit(1).alias("schema_version"), pl.Series("success", success), pl.Series("recorded_at", iso(started + np.timedelta64(900, "s"))),
+            pl.lit("bench").alias("evaluator_id"), pl.lit("1").alias("evaluator_version"), pl.lit("evaluator").alias("evaluator_kind"),
+        ),
+    }
+    for table, frame in tables.items():
+        for (d,), part in frame.group_by(["day"]):
+            out = landing / table / d
+            out.mkdir(parents=True, exist_ok=True)
+            part.drop("day").write_ndjson(out / "bench.jsonl")
+
+
+BASELINE_SQL = """
+SET TimeZone = 'UTC';
+CREATE TABLE s AS SELECT session_id, delivered_arm, experiment_id FROM read_json('{l}/sessions/*/*.jsonl', format='newline_delimited');
+CREATE TABLE a AS SELECT session_id, experiment_id, arm, unit_id, CAST(assigned_at AS TIMESTAMPTZ) AS assigned_at FROM read_json('{l}/assignments/*/*.jsonl', format='newline_delimited');
+CREATE TABLE o AS SELECT session_id, CAST(success AS DOUBLE) AS y, CAST(recorded_at AS TIMESTAMPTZ) AS recorded_at FROM read_json('{l}/outcomes/*/*.jsonl', format='newline_delimited');
+SELECT a.experiment_id, a.arm, count(*) AS n, sum(o.y) AS x, sum(o.y * o.y) AS x2
+FROM a JOIN s USING (session_id) JOIN o USING (session_id)
+WHERE s.delivered_arm = a.arm AND o.recorded_at >= a.assigned_at
+GROUP BY ALL ORDER BY ALL;
+"""
+
+
+def run_mode(mode: str, landing: Path, warehouse: Path) -> None:
+    """Child process: run one measured mode and print JSON {seconds, peak_mib}."""
+    start = time.perf_counter()
+    if mode == "baseline":
+        import duckdb
+
+        con = duckdb.connect(str(warehouse))
+        for statement in BASELINE_SQL.format(l=landing).split(";\n"):
+            if statement.strip():
+                con.execute(statement).fetchall()
+        con.close()
+    elif mode == "startup":
+        from zcl_assets.definitions import defs
+
+        defs().resolve_asset_graph()
+    else:
+        import os
+
+        import dagster as dg
+
+        os.environ["ZCL_LANDING_DIR"] = str(landing)
+        os.environ["ZCL_WAREHOUSE"] = str(warehouse)
+        from zcl_assets.runner import run_night
+
+        with dg.DagsterInstance.ephemeral() as instance:
+            results = run_night(instance, "2026-12-31", log_level="ERROR")
+        assert results and all(r.success for r in results), "pipeline run failed"
+    seconds = time.perf_counter() - start
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "peak_mib": peak_mib}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=200_000)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--experiments", type=int, default=20)
+    parser.add_argument("--mode", choices=["generate", "pipeline", "baseline", "startup"], help=argparse.SUPPRESS)
+    parser.add_argument("--landing", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--warehouse", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.mode == "generate":
+        generate(args.landing, args.sessions, args.days, args.experiments)
+        return
+    if args.mode:
+        run_mode(args.mode, args.landing, args.warehouse)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        landing = Path(tmp) / "landing"
+        t = time.perf_counter()
+        # Every step runs in its own process: peak RSS (ru_maxrss) survives fork and exec,
+        # so this parent must stay small for the children's figures to be their own.
+        subprocess.run(
+            [sys.executable, __file__, "--mode", "generate", "--landing", str(landing), "--sessions", str(args.sessions),
+             "--days", str(args.days), "--experiments", str(args.experiments)],
+            check=True,
+        )
+        print(f"generated {args.sessions:,} sessions over {args.days} days in {time.perf_counter() - t:.1f} s")
+        figures = {}
+        for mode in ("startup", "baseline", "pipeline"):
+            warehouse = Path(tmp) / f"{mode}.duckdb"
+            out = subprocess.run(
+                [sys.executable, __file__, "--mode", mode, "--landing", str(landing), "--warehouse", str(warehouse)],
+                capture_output=True, text=True, check=True,
+            )
+            figures[mode] = json.loads(out.stdout.strip().splitlines()[-1])
+            print(f"{mode:>9}: {figures[mode]['seconds']:8.1f} s   peak {figures[mode]['peak_mib']:7.0f} MiB")
+        pipe, base, start = (figures[m]["seconds"] for m in ("pipeline", "baseline", "startup"))
+        print(f"pipeline / baseline = {pipe / base:.1f}x; target: pipeline <= 2 x baseline + 15 s = {2 * base + 15:.1f} s "
+              f"({'met' if pipe <= 2 * base + 15 else 'not met'}); start-up {start:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
