@@ -40,26 +40,24 @@ def typed_select_sql(contract: TableContract) -> str:
     """SELECT over ``raw_records`` that extracts and casts every field of ``contract``.
 
     Identifiers come only from the contract's fixed field list; the table name and day are
-    bound as parameters ``$table`` and ``$day``.
+    bound as parameters ``$table`` and ``$day``. Each field gives ``<name>__text`` (the value
+    as text, JSON text for nested values) and ``<name>`` (cast to its type, NULL when the
+    cast fails).
     """
+    paths = "[" + ", ".join(f"'$.\"{f.name}\"'" for f in contract.fields) + "]"
     cols = []
-    for f in contract.fields:
-        path = f"'$.\"{f.name}\"'"
-        text = f"CASE WHEN is_object THEN json_extract_string(record, {path}) END"
-        if f.sql_type == "JSON":
-            text = f"CASE WHEN is_object THEN CAST(json_extract(record, {path}) AS VARCHAR) END"
-            text = f"CASE WHEN {text} = 'null' THEN NULL ELSE {text} END"
-            typed = text
-        elif f.sql_type in ("BIGINT", "INTEGER"):
+    for i, f in enumerate(contract.fields, start=1):
+        text = f"v[{i}]"
+        if f.sql_type in ("BIGINT", "INTEGER"):
             as_double = f"TRY_CAST({text} AS DOUBLE)"
             typed = f"CASE WHEN {as_double} = round({as_double}) AND abs({as_double}) < 9e15 THEN CAST({as_double} AS {f.sql_type}) END"
-        elif f.sql_type == "VARCHAR":
+        elif f.sql_type in ("VARCHAR", "JSON"):
             typed = text
         else:
             typed = f"TRY_CAST({text} AS {f.sql_type})"
         cols.append(f'{text} AS "{f.name}__text"')
         cols.append(f'{typed} AS "{f.name}"')
-    return load_sql("select_raw_partition").format(field_columns=",\n    ".join(cols))
+    return load_sql("select_raw_partition").format(paths=paths, field_columns=",\n    ".join(cols))
 
 
 def validate_partition(con: duckdb.DuckDBPyConnection, table: str, day: str) -> ValidationResult:
