@@ -1,6 +1,5 @@
 """The whole code location loads, with the assets, checks, jobs and schedule it promises."""
 
-import dagster as dg
 
 from zcl_assets.definitions import defs
 

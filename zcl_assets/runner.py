@@ -30,7 +30,7 @@ def run_night(
     definitions = defs()
     resources = build_resources()
     results = []
-    for table, path, rule, reason in resources["landing"].stray_files():
+    for _table, path, rule, reason in resources["landing"].stray_files():
         echo(f"warning: landed file not read: {path} ({rule}: {reason})")
     for request in plan_requests(resources["landing"], resources["warehouse"], as_of):
         job = definitions.resolve_job_def(request.job_name)

@@ -3,7 +3,6 @@ with the rule it broke, and raw = staged + quarantined for every landing table."
 
 import json
 
-import dagster as dg
 import duckdb
 import polars as pl
 import pytest

@@ -62,7 +62,7 @@ def test_intervals_cover_the_true_effects(simulated):
             "WHERE is_primary AND as_of = DATE '2026-11-20'"
         ).fetchall()
     assert len(rows) == sum(len(v) for v in summary.true_effects.values())
-    for experiment_id, arm, difference, low, high, p_method in rows:
+    for experiment_id, arm, _difference, low, high, p_method in rows:
         truth = summary.true_effects[experiment_id][arm]
         assert low <= truth <= high, (experiment_id, arm, truth, low, high)
         unit = summary.experiments[experiment_id].randomization_unit

@@ -71,7 +71,7 @@ def test_sequential_null_false_positive_rate_nightly_looks():
     (Observed rate is far lower: the test is conservative.)
     """
     rng = np.random.default_rng(20260101)
-    n_exp, n_looks, k = 2000, 60, 2
+    n_exp, n_looks = 2000, 60
     shares = np.array([1 / 3, 2 / 3])
     nightly = rng.multinomial(150, shares, size=(n_exp, n_looks))
     cum = nightly.cumsum(axis=1)

@@ -132,7 +132,7 @@ def landing_inventory(context: dg.AssetExecutionContext, warehouse: Warehouse, l
 
     strays = landing.stray_files()
     batch = pl.DataFrame(strays, schema=["source_table", "source_file", "rule", "reason"], orient="row")
-    for table, path, rule, reason in strays:
+    for _table, path, rule, reason in strays:
         context.log.warning(f"landed file not read: {path} ({rule}: {reason})")
     with warehouse.connect() as con:
         con.register("strays_batch", batch)
