@@ -2,7 +2,7 @@
 
 Shared by the nightly schedule, the landing sensor and ``zcl run``, so all three take the
 same decisions. A day changed when its files (name, size, modification time) differ from
-the ``landing_manifest`` recorded when it was last loaded, or it was never loaded.
+the ``landing_manifest`` recorded when it was last loaded and staged, or it never was.
 """
 
 from __future__ import annotations
@@ -13,6 +13,10 @@ from pathlib import Path
 import duckdb
 
 from resources.landing import LANDING_TABLES, LandingStore
+from resources.warehouse import Warehouse
+
+# Seconds to wait for another process's write lock before planning without the manifest.
+LOCK_WAIT_S = 30.0
 
 
 def loaded_fingerprints(warehouse_path: str) -> dict[str, set[tuple[str, str, int, int]]]:
@@ -23,19 +27,20 @@ def loaded_fingerprints(warehouse_path: str) -> dict[str, set[tuple[str, str, in
     if not Path(warehouse_path).exists():
         return {}
     try:
-        con = duckdb.connect(warehouse_path, read_only=True)
-    except duckdb.IOException:  # a writer holds the file: treat as unknown, load again
+        # Wait briefly for a writer (its connections are short); past that, treat every
+        # day as unknown: loading again is idempotent, only slower.
+        with Warehouse(path=warehouse_path, lock_timeout_s=LOCK_WAIT_S).connect(read_only=True) as con:
+            exists = con.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'landing_manifest'"
+            ).fetchone()[0]
+            if not exists:
+                return {}
+            rows = con.execute(
+                "SELECT CAST(partition_day AS VARCHAR), table_name, file_name, size_bytes, mtime_ns FROM landing_manifest "
+                "WHERE staged_at IS NOT NULL"
+            ).fetchall()
+    except duckdb.IOException:
         return {}
-    try:
-        exists = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'landing_manifest'").fetchone()[0]
-        if not exists:
-            return {}
-        rows = con.execute(
-            "SELECT CAST(partition_day AS VARCHAR), table_name, file_name, size_bytes, mtime_ns FROM landing_manifest "
-            "WHERE staged_at IS NOT NULL"
-        ).fetchall()
-    finally:
-        con.close()
     out: dict[str, set[tuple[str, str, int, int]]] = {}
     for day, table, name, size, mtime in rows:
         out.setdefault(day, set()).add((table, name, size, mtime))
