@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import duckdb
@@ -10,21 +9,12 @@ import polars as pl
 import pytest
 
 from zcl_assets.importers.ab_export import import_ab_export
+from tests.importers.landing_files import read_lines
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 AB_DATA = REPO_ROOT.parent / "shared" / "data" / "real" / "udacity_ab_data" / "ab_data.csv"
 TABLES = ("sessions", "assignments", "outcomes")
 TIME_COLUMN = {"sessions": "started_at", "assignments": "assigned_at", "outcomes": "recorded_at"}
-
-
-def read_lines(landing: Path, table: str) -> list[dict]:
-    out = []
-    for f in sorted((landing / table).glob("*/*.jsonl")):
-        for line in f.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line)
-            rec["_day"] = f.parent.name
-            out.append(rec)
-    return out
 
 
 def glob(landing: Path, table: str) -> str:

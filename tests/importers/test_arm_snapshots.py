@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from zcl_assets.importers.arm_snapshots import import_arm_snapshots
+from tests.importers.landing_files import read_lines
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = REPO_ROOT / "bundled" / "asos_digital_experiments"
@@ -18,16 +19,6 @@ SNAP = "read_json('{g}', format='newline_delimited', columns={{'experiment_id': 
        "'arm': 'VARCHAR', 'metric': 'VARCHAR', 'at': 'VARCHAR', 'n': 'BIGINT', " \
        "'mean': 'DOUBLE', 'variance': 'DOUBLE'}}, filename=true)"
 SRC = f"read_csv('{ASOS}', types={{'experiment_id': 'VARCHAR'}})"
-
-
-def read_lines(landing: Path, table: str) -> list[dict]:
-    out = []
-    for f in sorted((landing / table).glob("*/*.jsonl")):
-        for line in f.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line)
-            rec["_day"] = f.parent.name
-            out.append(rec)
-    return out
 
 
 def test_bundled_copy_is_unmodified():
