@@ -81,3 +81,25 @@ class Warehouse(dg.ConfigurableResource):
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection, **frames: object) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Register ``frames`` (polars or Arrow tables) under their names and run one transaction.
+
+    Commits when the block ends normally, rolls back when it raises, and unregisters the
+    frames either way, so a failed write leaves the previous rows intact.
+    """
+    for name, frame in frames.items():
+        con.register(name, frame)
+    try:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+    finally:
+        for name in frames:
+            con.unregister(name)

@@ -15,6 +15,7 @@ import polars as pl
 
 from contracts.validate import validate_partition
 from resources.landing import LandingStore
+from resources.warehouse import transaction
 from sql import load_sql
 from zcl_assets.ingest.landing_reader import read_landed_file
 
@@ -61,21 +62,11 @@ def load_raw_partition(con: duckdb.DuckDBPyConnection, landing: LandingStore, ta
         schema={"file_name": pl.String, "size_bytes": pl.Int64, "mtime_ns": pl.Int64, "row_count": pl.Int64},
         orient="row",
     )
-    con.register("raw_batch", raw_batch)
-    con.register("manifest_batch", manifest_batch)
-    try:
-        con.execute("BEGIN TRANSACTION")
+    with transaction(con, raw_batch=raw_batch, manifest_batch=manifest_batch):
         con.execute(load_sql("delete_raw_partition"), params)
         con.execute(load_sql("insert_raw_rows"), params)
         con.execute(load_sql("delete_manifest_partition"), params)
         con.execute(load_sql("insert_manifest_rows"), params)
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
-    finally:
-        con.unregister("raw_batch")
-        con.unregister("manifest_batch")
     return RawLoad(rows=raw_batch.height, files=len(files), unreadable=unreadable)
 
 
@@ -85,26 +76,16 @@ def stage_partition(con: duckdb.DuckDBPyConnection, table: str, day: str) -> Sta
     if raw == staged == quarantined == 0:
         return StageResult(raw=0, staged=0, quarantined=0, by_rule={}, quarantine_preview=pl.DataFrame())
     result = validate_partition(con, table, day)
-    params = {"day": day}
     staged_table = f"staged_{table}"
-    con.register("staged_batch", result.staged)
-    con.register("quarantine_batch", result.quarantined)
-    try:
-        con.execute("BEGIN TRANSACTION")
-        con.execute(load_sql("delete_staged_partition").format(staged=staged_table), params)
+    params = {"table": table, "day": day}
+    with transaction(con, staged_batch=result.staged, quarantine_batch=result.quarantined):
+        con.execute(load_sql("delete_staged_partition").format(staged=staged_table), {"day": day})
         if result.staged.height:
-            con.execute(load_sql("insert_staged_rows").format(staged=staged_table), params)
-        con.execute(load_sql("delete_quarantine_partition"), {"table": table, "day": day})
+            con.execute(load_sql("insert_staged_rows").format(staged=staged_table), {"day": day})
+        con.execute(load_sql("delete_quarantine_partition"), params)
         if result.quarantined.height:
-            con.execute(load_sql("insert_quarantine_rows"), {"table": table, "day": day})
-        con.execute(load_sql("mark_manifest_staged"), {"table": table, "day": day})
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
-    finally:
-        con.unregister("staged_batch")
-        con.unregister("quarantine_batch")
+            con.execute(load_sql("insert_quarantine_rows"), params)
+        con.execute(load_sql("mark_manifest_staged"), params)
     by_rule = dict(Counter(result.quarantined.get_column("rule").to_list()))
     return StageResult(
         raw=result.staged.height + result.quarantined.height,

@@ -7,6 +7,7 @@ import polars as pl
 
 from contracts.evaluation import load_evaluation_contracts
 from resources import Warehouse
+from resources.warehouse import transaction
 from sql import load_sql
 from zcl_assets.analysis.plans import plan_registrations
 from zcl_assets.analysis.look import take_look
@@ -43,11 +44,9 @@ def verification_records(context: dg.AssetExecutionContext, warehouse: Warehouse
         }
     )
     with warehouse.connect() as con:
-        con.register("evaluation_contracts_batch", batch)
-        con.execute("BEGIN TRANSACTION")
-        con.execute(load_sql("create_evaluation_contracts"))
-        con.execute(load_sql("create_verification_records"))
-        con.execute("COMMIT")
+        with transaction(con, evaluation_contracts_batch=batch):
+            con.execute(load_sql("create_evaluation_contracts"))
+            con.execute(load_sql("create_verification_records"))
         counts = con.execute(
             "SELECT evaluator_kind, authoritative, count(*) AS outcomes FROM verification_records GROUP BY ALL ORDER BY ALL"
         ).pl()
@@ -72,12 +71,11 @@ def experience(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.Ma
     arms or contaminated by such a row (user-randomized), and repeated units of unit-level experiments
     go to `quarantine` (stage `experience`) with the rule and reason."""
     with warehouse.connect() as con:
-        con.execute("BEGIN TRANSACTION")
-        con.execute(load_sql("select_experience_candidates"))
-        con.execute(load_sql("create_experience"))
-        con.execute(load_sql("delete_experience_quarantine"))
-        con.execute(load_sql("insert_experience_quarantine"))
-        con.execute("COMMIT")
+        with transaction(con):
+            con.execute(load_sql("select_experience_candidates"))
+            con.execute(load_sql("create_experience"))
+            con.execute(load_sql("delete_experience_quarantine"))
+            con.execute(load_sql("insert_experience_quarantine"))
         by_rule = con.execute(
             "SELECT coalesce(exclusion, 'kept') AS rule, count(*) AS rows FROM experience_candidates GROUP BY ALL ORDER BY ALL"
         ).pl()
@@ -100,8 +98,8 @@ def experiment_plans(context: dg.AssetExecutionContext, warehouse: Warehouse) ->
         known = set(con.execute("SELECT experiment_id FROM experiment_plans").pl().get_column("experiment_id").to_list())
         new = registrations.filter(~pl.col("experiment_id").is_in(list(known)))
         plans = plan_registrations(new)
-        con.register("plans_batch", plans)
-        con.execute(load_sql("insert_new_experiment_plans"))
+        with transaction(con, plans_batch=plans):
+            con.execute(load_sql("insert_new_experiment_plans"))
         total = con.execute("SELECT count(*) FROM experiment_plans").fetchone()[0]
     return dg.MaterializeResult(
         metadata={
@@ -127,11 +125,9 @@ def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, w
     as_of = config.day()
     with warehouse.connect() as con:
         look = take_look(con, as_of)
-        con.register("look_batch", look)
-        con.execute("BEGIN TRANSACTION")
-        con.execute(load_sql("delete_look"), {"as_of": as_of})
-        con.execute(load_sql("insert_look"), {"as_of": as_of})
-        con.execute("COMMIT")
+        with transaction(con, look_batch=look):
+            con.execute(load_sql("delete_look"), {"as_of": as_of})
+            con.execute(load_sql("insert_look"), {"as_of": as_of})
     primary = look.filter(pl.col("is_primary"))
     return dg.MaterializeResult(
         metadata={

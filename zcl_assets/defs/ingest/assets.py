@@ -13,6 +13,7 @@ import dagster as dg
 
 from contracts.tables import CONTRACTS
 from resources import LandingStore, Warehouse
+from resources.warehouse import transaction
 from zcl_assets.defs.ingest.partitions import landing_days
 from zcl_assets.ingest.partition_io import load_raw_partition, stage_partition
 from sql import load_sql
@@ -135,12 +136,10 @@ def landing_inventory(context: dg.AssetExecutionContext, warehouse: Warehouse, l
     for _table, path, rule, reason in strays:
         context.log.warning(f"landed file not read: {path} ({rule}: {reason})")
     with warehouse.connect() as con:
-        con.register("strays_batch", batch)
-        con.execute("BEGIN TRANSACTION")
-        con.execute(load_sql("delete_landing_quarantine"))
-        if strays:
-            con.execute(load_sql("insert_landing_quarantine"))
-        con.execute("COMMIT")
+        with transaction(con, strays_batch=batch):
+            con.execute(load_sql("delete_landing_quarantine"))
+            if strays:
+                con.execute(load_sql("insert_landing_quarantine"))
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": len(strays),
