@@ -77,7 +77,7 @@ def render_summary(summary: dict, primary_only: bool = True) -> str:
     """A plain-text table: one line per comparison of the primary metric."""
     count = len(summary["experiments"])
     lines = [f"Look as of {summary['as_of']}: {count} experiment{'' if count == 1 else 's'}"]
-    header = f"{'experiment':<22} {'metric':<12} {'comparison':<24} {'n_c':>8} {'n_t':>8} {'control':>17} {'treatment':>17} {'diff':>9} {'95% interval':>21} {'p':>9} {'test':<13} {'planned/arm':>11}"
+    header = f"{'experiment':<22} {'metric':<12} {'comparison':<24} {'n_c':>8} {'n_t':>8} {'control':>20} {'treatment':>20} {'diff':>9} {'95% interval':>21} {'p':>9} {'test':<13} {'planned/arm':>11}"
     lines += [header, "-" * len(header)]
     for experiment in summary["experiments"]:
         for c in experiment["comparisons"]:
@@ -86,11 +86,12 @@ def render_summary(summary: dict, primary_only: bool = True) -> str:
             if c["successes_control"] is not None:
                 control, treatment = f"{c['successes_control']}/{c['n_control']}", f"{c['successes_treatment']}/{c['n_treatment']}"
             else:
-                control, treatment = _fmt(c["mean_control"]), _fmt(c["mean_treatment"])
+                control = f"{_fmt(c['mean_control'])} (var {_fmt(c['variance_control'], 3)})"
+                treatment = f"{_fmt(c['mean_treatment'])} (var {_fmt(c['variance_treatment'], 3)})"
             interval = f"[{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}]"
             lines.append(
                 f"{experiment['experiment_id'][:22]:<22} {c['metric'][:12]:<12} {(c['treatment_arm'] + ' vs ' + c['control_arm'])[:24]:<24} "
-                f"{_fmt(c['n_control']):>8} {_fmt(c['n_treatment']):>8} {control:>17} {treatment:>17} "
+                f"{_fmt(c['n_control']):>8} {_fmt(c['n_treatment']):>8} {control:>20} {treatment:>20} "
                 f"{_fmt(c['difference'], 3):>9} {interval:>21} {_fmt(c['p_value'], 3):>9} {(c['p_method'] or '-'):<13} "
                 f"{_planned(c['planned_n_per_arm']):>11}"
             )
