@@ -13,13 +13,10 @@ import pytest
 from scipy import stats
 from statsmodels.stats.proportion import confint_proportions_2indep
 
-from tests.conftest import SHARED_DATA
+from tests.conftest import AB_DATA, require_shared_data
+from tests.warehouse_checks import conservation_gaps
 from zcl_assets.importers.ab_export import import_ab_export
 from zcl_assets.runner import run_night
-
-AB_DATA = SHARED_DATA / "udacity_ab_data" / "ab_data.csv"
-
-pytestmark = pytest.mark.skipif(not AB_DATA.exists(), reason=f"shared data not found at {AB_DATA}")
 
 # Independent computation over the CSV, not through the pipeline.
 EXPECTED_SQL = """
@@ -49,6 +46,7 @@ SELECT
 
 
 def test_ab_data_end_to_end(pipeline_paths, instance):
+    require_shared_data(AB_DATA)
     landing, warehouse = pipeline_paths
     import_ab_export(
         AB_DATA, landing, experiment_id="udacity-landing-page", variant_map={"control": "old_page", "treatment": "new_page"}
@@ -72,13 +70,7 @@ def test_ab_data_end_to_end(pipeline_paths, instance):
             "repeated_unit": repeated,
         }
         # Nothing lost: raw = staged + quarantined per landing table, and assignments = experience + excluded.
-        for table in ("experiments", "sessions", "assignments", "outcomes"):
-            raw = con.execute("SELECT count(*) FROM raw_records WHERE table_name = ?", [table]).fetchone()[0]
-            staged = con.execute(f"SELECT count(*) FROM staged_{table}").fetchone()[0]
-            quarantined = con.execute(
-                "SELECT count(*) FROM quarantine WHERE source_table = ? AND stage = 'contract'", [table]
-            ).fetchone()[0]
-            assert raw == staged + quarantined
+        assert conservation_gaps(con, ("experiments", "sessions", "assignments", "outcomes")) == {}
         assert con.execute("SELECT count(*) FROM raw_records WHERE table_name = 'sessions'").fetchone()[0] == 294478
         kept = con.execute("SELECT count(*) FROM experience").fetchone()[0]
         assert kept + sum(by_rule.values()) == 294478

@@ -12,7 +12,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from contracts.tables import CONTRACTS
+from tests.warehouse_checks import conservation_gaps
 from zcl_assets.simulation.sessions import simulate_sessions
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -53,11 +53,5 @@ def test_next_run_releases_a_killed_run(tmp_path):
         assert killed.status == dg.DagsterRunStatus.FAILURE
 
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        for table in CONTRACTS:
-            raw = con.execute("SELECT count(*) FROM raw_records WHERE table_name = ?", [table]).fetchone()[0]
-            staged = con.execute(f"SELECT count(*) FROM staged_{table}").fetchone()[0]
-            quarantined = con.execute(
-                "SELECT count(*) FROM quarantine WHERE source_table = ? AND stage = 'contract'", [table]
-            ).fetchone()[0]
-            assert raw == staged + quarantined, table
+        assert conservation_gaps(con) == {}
         assert con.execute("SELECT count(*) FROM experiment_analysis").fetchone()[0] > 0

@@ -6,8 +6,8 @@ import dagster as dg
 import duckdb
 import pytest
 
-from zcl_assets.defs.nightly import nightly_schedule
 from zcl_assets.definitions import build_resources
+from zcl_assets.defs.nightly import nightly_schedule
 from zcl_assets.runner import run_night
 from zcl_assets.simulation.sessions import simulate_sessions
 

@@ -8,11 +8,10 @@ import duckdb
 import polars as pl
 import pytest
 
-from zcl_assets.importers.ab_export import import_ab_export
+from tests.conftest import AB_DATA, require_shared_data
 from tests.importers.landing_files import read_lines
+from zcl_assets.importers.ab_export import import_ab_export
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-AB_DATA = REPO_ROOT.parent / "shared" / "data" / "real" / "udacity_ab_data" / "ab_data.csv"
 TABLES = ("sessions", "assignments", "outcomes")
 TIME_COLUMN = {"sessions": "started_at", "assignments": "assigned_at", "outcomes": "recorded_at"}
 
@@ -23,8 +22,7 @@ def glob(landing: Path, table: str) -> str:
 
 @pytest.fixture(scope="module")
 def ab_import(tmp_path_factory):
-    if not AB_DATA.exists():
-        pytest.skip(f"real dataset not present at {AB_DATA} (shared data folder not mounted)")
+    require_shared_data(AB_DATA)
     landing = tmp_path_factory.mktemp("landing")
     summary = import_ab_export(
         AB_DATA,

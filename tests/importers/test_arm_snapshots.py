@@ -9,8 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from zcl_assets.importers.arm_snapshots import import_arm_snapshots
 from tests.importers.landing_files import read_lines
+from zcl_assets.importers.arm_snapshots import import_arm_snapshots
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = REPO_ROOT / "bundled" / "asos_digital_experiments"
