@@ -125,6 +125,9 @@ def import_bundled_command(obj, seed: int) -> None:
     asos = bundled_dir() / "asos_digital_experiments" / "asos_digital_experiments_dataset.csv"
     snapshots = import_arm_snapshots(asos, obj["landing"], start_date=BUNDLED_ASOS_START)
     simulated = simulate_sessions(obj["landing"], seed=seed, start=BUNDLED_SIMULATION_START)
+    from zcl_assets.simulation.experience_loop import land_experience_loop
+
+    land_experience_loop(obj["landing"], seed=seed, start=BUNDLED_SIMULATION_START)  # seed week, memory on/off runs
     click.echo(
         f"landed ASOS: {len(snapshots.experiment_ids)} experiments; simulated: "
         f"{sum(simulated.records_written.values())} records in {len(simulated.experiments)} experiments -> {obj['landing']}"
