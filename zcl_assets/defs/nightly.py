@@ -61,10 +61,9 @@ def plan_requests(landing: LandingStore, warehouse: Warehouse, as_of: str) -> li
 
 def _analysis_keys() -> list[dg.AssetKey]:
     from zcl_assets.defs.analysis import assets
-    from zcl_assets.defs.ingest.assets import landing_inventory
-
     from zcl_assets.defs.experience_gain.assets import experience_gain, loop_health
     from zcl_assets.defs.funnel.assets import exploration_share, funnel
+    from zcl_assets.defs.ingest.assets import landing_inventory
 
     nightly = (landing_inventory, assets.verification_records, assets.experience, assets.experiment_plans, assets.experiment_analysis)
     return [a.key for a in nightly] + [*funnel.keys, *experience_gain.keys, loop_health.key, exploration_share.key]

@@ -130,16 +130,16 @@ def claim(meta: MetaResult, task_types: int, waiting: int = 0, alpha: float = 0.
     level = f"{100 * (1 - alpha):g}%"
     pending = f"; {waiting} more task{'s' if waiting != 1 else ''} still collecting" if waiting else ""
     if task_types < min_task_types:
-        return "none", (f"no claim: {task_types} task type{'s' if task_types != 1 else ''} with repeated runs at the "
+        return "none", (f"{task_types} task type{'s' if task_types != 1 else ''} with repeated runs at the "
                         f"registered minimum sample per arm; a claim needs {min_task_types}{pending}")
     if not (math.isfinite(meta.ci_low) and math.isfinite(meta.ci_high)):
-        return "none", f"no claim: the pooled interval is undefined (the task gains do not vary){pending}"
+        return "none", f"the pooled interval is undefined (the task gains do not vary){pending}"
     interval = f"{level} HKSJ interval [{meta.ci_low:.4g}, {meta.ci_high:.4g}] over {meta.k} tasks ({task_types} task types)"
     if meta.ci_low > 0:
-        return "positive", f"positive: recall raised the primary metric by {meta.estimate:.4g}; {interval} lies above zero{pending}"
+        return "positive", f"recall raised the primary metric by {meta.estimate:.4g}; {interval} lies above zero{pending}"
     if meta.ci_high < 0:
-        return "negative", f"negative: recall lowered the primary metric by {-meta.estimate:.4g}; {interval} lies below zero{pending}"
-    return "none", f"no claim: the {interval} contains zero (pooled gain {meta.estimate:.4g}){pending}"
+        return "negative", f"recall lowered the primary metric by {-meta.estimate:.4g}; {interval} lies below zero{pending}"
+    return "none", f"the {interval} contains zero (pooled gain {meta.estimate:.4g}){pending}"
 
 
 def _dersimonian_laird_hksj(y: np.ndarray, v: np.ndarray, alpha: float) -> MetaResult:

@@ -73,11 +73,13 @@ def exploration_share(
     if sessions == 0:
         nan = math.nan
         return ExplorationShare(nan, nan, nan, base_rate, rate_high, "no_sessions")
+    share = explored / sessions
     low, high = proportion_confint(explored, sessions, alpha=alpha, method="wilson")
+    low, high = min(float(low), share), max(float(high), share)  # the score interval holds the share; drop rounding
     if low > rate_high:
         status = "above_cap"
     elif high < base_rate:
         status = "below_base"
     else:
         status = "within"
-    return ExplorationShare(explored / sessions, float(low), float(high), base_rate, rate_high, status)
+    return ExplorationShare(share, low, high, base_rate, rate_high, status)

@@ -23,7 +23,7 @@ import polars as pl
 
 from zcl_assets.importers.landing_writer import write_landing
 
-UTC = _dt.timezone.utc
+UTC = _dt.UTC
 DEAD_ARM = "gptme:model-z"
 ARMS = ("gptme:model-a", "gptme:model-b", "aider:model-c", DEAD_ARM)
 _A, _B, _C, _Z = ARMS

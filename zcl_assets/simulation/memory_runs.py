@@ -23,7 +23,7 @@ import polars as pl
 
 from zcl_assets.importers.landing_writer import write_landing
 
-UTC = _dt.timezone.utc
+UTC = _dt.UTC
 DEFAULT_TASKS: dict[str, float] = {"routing": 0.08, "summarize": 0.10, "codegen": 0.06}
 """Task type -> true Experience Gain on the score (the bundled data)."""
 

@@ -1,5 +1,7 @@
 """Experience Gain and loop-health assets (docs/funnel.md, "Experience Gain")."""
 
+import math
+
 import dagster as dg
 import polars as pl
 
@@ -8,11 +10,15 @@ from zcl_assets.defs.funnel.metadata import chart, table
 from zcl_assets.experience_gain.build import build_experience_gain, build_loop_health
 
 
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
 def _forest(by_task: pl.DataFrame, pooled: pl.DataFrame, width: int = 41) -> str:
     """A text forest plot: one line per task and per pooled estimate, interval as dashes, zero as '|'."""
     rows = [(f"{r['org_id']}/{r['task_type']}", r["gain"], r["ci_low"], r["ci_high"]) for r in by_task.iter_rows(named=True)]
     rows += [(f"{r['org_id']} pooled ({r['claim_level']})", r["estimate"], r["ci_low"], r["ci_high"]) for r in pooled.iter_rows(named=True)]
-    finite = [v for _, g, lo, hi in rows for v in (g, lo, hi) if v is not None and v == v]
+    finite = [v for _, g, lo, hi in rows for v in (g, lo, hi) if _finite(v)]
     if not finite:
         return "(no estimate yet)"
     lo_all, hi_all = min([*finite, 0.0]), max([*finite, 0.0])
@@ -25,10 +31,10 @@ def _forest(by_task: pl.DataFrame, pooled: pl.DataFrame, width: int = 41) -> str
     for label, g, lo, hi in rows:
         cells = [" "] * width
         cells[col(0.0)] = "|"
-        if lo is not None and hi is not None and lo == lo and hi == hi:
+        if _finite(lo) and _finite(hi):
             for i in range(col(lo), col(hi) + 1):
                 cells[i] = "-"
-        if g is not None and g == g:
+        if _finite(g):
             cells[col(g)] = "o"
         lines.append(f"{label[:34]:<34} {''.join(cells)} {g if g is None else round(g, 4)}")
     lines.append(f"{'':<34} {lo_all:.3g} .. {hi_all:.3g} ('|' = no gain)")
@@ -82,7 +88,7 @@ def experience_gain(context: dg.AssetExecutionContext, warehouse: Warehouse):
     levels = {f"{r['org_id']}/{r['metric']}/claim_level": r["claim_level"] for r in pooled.iter_rows(named=True)}
     estimates = {
         f"{r['org_id']}/{r['metric']}/estimate": dg.MetadataValue.float(float(r["estimate"]))
-        for r in pooled.iter_rows(named=True) if r["estimate"] == r["estimate"]
+        for r in pooled.iter_rows(named=True) if _finite(r["estimate"])
     }
     yield dg.MaterializeResult(
         asset_key="experience_gain",
