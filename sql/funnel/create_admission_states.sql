@@ -51,8 +51,8 @@ SELECT s.admission_id, s.org_id, s.task_type, s.arm, s.state, s.outcome, s.sessi
        s.launch_day, s.launch_slot, coalesce(c.launch_cap, $launch_cap) AS launch_cap,
        s.launch_slot <= coalesce(c.launch_cap, $launch_cap) AS within_launch_cap,
        s.state IN ('admitted', 'consumed')
-           AND epoch(l.as_of - s.state_at) > 3600 * coalesce(c.stall_after_hours, $stall_after_hours) AS stalled,
-       epoch(l.as_of - s.state_at) / 3600 AS hours_in_state,
+           AND epoch(l.as_of) - epoch(s.state_at) > 3600 * coalesce(c.stall_after_hours, $stall_after_hours) AS stalled,
+       (epoch(l.as_of) - epoch(s.state_at)) / 3600 AS hours_in_state,
        s.valid_events, coalesce(b.quarantined_events, 0) AS quarantined_events
 FROM slotted s
 CROSS JOIN ledger l
