@@ -71,7 +71,9 @@ def test_ab_data_end_to_end(pipeline_paths, instance):
         }
         # Nothing lost: raw = staged + quarantined per landing table, and assignments = experience + excluded.
         assert conservation_gaps(con, ("experiments", "sessions", "assignments", "outcomes")) == {}
-        assert con.execute("SELECT count(*) FROM raw_records WHERE table_name = 'sessions'").fetchone()[0] == 294478
+        assert con.execute(
+            "SELECT sum(row_count) FROM landing_manifest WHERE table_name = 'sessions' AND superseded_at IS NULL"
+        ).fetchone()[0] == 294478
         kept = con.execute("SELECT count(*) FROM experience").fetchone()[0]
         assert kept + sum(by_rule.values()) == 294478
         row = con.execute(
