@@ -78,18 +78,19 @@ class _FieldSql:
 
 
 def _json_field(f: Field, i: int) -> _FieldSql:
-    v = f"v[{i}]"
-    jt = f"json_type({v})"
-    present = f"({v} IS NOT NULL AND {jt} <> 'NULL')"
+    # One parse of the record gives every value as JSON (``v``) and as text (``s``), and one
+    # small parse per value its JSON type (``jt``); casts then read the text.
+    v, s, jt = f"v[{i}]", f"s[{i}]", f"jt[{i}]"
+    present = f"({jt} IS NOT NULL AND {jt} <> 'NULL')"
     typed = {
-        "VARCHAR": f"CASE WHEN {jt} = 'VARCHAR' THEN {v} ->> '$' END",
+        "VARCHAR": f"CASE WHEN {jt} = 'VARCHAR' THEN {s} END",
         "BIGINT": (
-            f"CASE WHEN {jt} IN ('BIGINT', 'UBIGINT') THEN TRY_CAST({v} AS BIGINT) "
-            f"WHEN {jt} = 'DOUBLE' THEN {_integral(f'TRY_CAST({v} AS DOUBLE)')} END"
+            f"CASE WHEN {jt} IN ('BIGINT', 'UBIGINT') THEN TRY_CAST({s} AS BIGINT) "
+            f"WHEN {jt} = 'DOUBLE' THEN {_integral(f'TRY_CAST({s} AS DOUBLE)')} END"
         ),
-        "DOUBLE": f"CASE WHEN {jt} IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST({v} AS DOUBLE) END",
-        "BOOLEAN": f"CASE WHEN {jt} = 'BOOLEAN' THEN TRY_CAST({v} AS BOOLEAN) END",
-        "TIMESTAMPTZ": f"CASE WHEN {jt} = 'VARCHAR' THEN TRY_CAST({v} ->> '$' AS TIMESTAMPTZ) END",
+        "DOUBLE": f"CASE WHEN {jt} IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST({s} AS DOUBLE) END",
+        "BOOLEAN": f"CASE WHEN {jt} = 'BOOLEAN' THEN {s} = 'true' END",
+        "TIMESTAMPTZ": f"CASE WHEN {jt} = 'VARCHAR' THEN TRY_CAST({s} AS TIMESTAMPTZ) END",
         "JSON": f"CASE WHEN {present} THEN {v} END",
     }[f.type]
     return _FieldSql(typed, present, f"CAST({v} AS VARCHAR)")
@@ -281,9 +282,11 @@ def _prepared_relation(contract: TableContract, source: Source) -> str:
     paths = "[" + ", ".join(sql_literal(f'$."{f.name}"') for f in contract.fields) + "]"
     return (
         "(SELECT __partition_day, __source_file, __source_row, __record, __error, __encoding_error, __is_object, "
-        f"CASE WHEN __is_object THEN json_extract(__record, {paths}) END AS v FROM ("
+        f"v, CASE WHEN __is_object THEN json_extract_string(__record, {paths}) END AS s, "
+        "list_transform(v, lambda x: json_type(x)) AS jt FROM ("
+        f"SELECT *, CASE WHEN __is_object THEN json_extract(__record, {paths}) END AS v FROM ("
         f"SELECT *, CASE WHEN json_valid(__record) THEN json_type(__record) = 'OBJECT' ELSE false END AS __is_object "
-        f"FROM {source.relation}))"
+        f"FROM {source.relation})))"
     )
 
 
@@ -292,3 +295,69 @@ def _qualify(expression: str, contract: TableContract) -> str:
     names = sorted(contract.field_names, key=len, reverse=True)
     pattern = re.compile(r"(?<![\w.'\"])(" + "|".join(re.escape(n) for n in names) + r")(?![\w'\"])")
     return pattern.sub(lambda m: _typed(m.group(1)), expression)
+
+
+def check_records(table: str, records: list[dict]) -> list[list[tuple[str, str]]]:
+    """Every row-level problem of each record, as the pipeline would find it (no warehouse).
+
+    Runs the same generated SQL as staging on an in-memory DuckDB, each record in the
+    partition of its own event-time day, plus the registration structure checks for
+    ``experiments``. Importers use it to refuse a registration before landing it.
+
+    Args:
+        table: a landing table.
+        records: JSON-ready dicts, one per row.
+
+    Returns:
+        One list per record of ``(rule, reason)``; empty for a record that passes.
+
+    Raises:
+        KeyError: unknown table.
+
+    Examples:
+        >>> check_records("admission_events", [{"schema_version": 1, "admission_id": "a", "org_id": "o",
+        ...     "task_type": "t", "state": "landed", "at": "2026-01-01T00:00:00+00:00"}])[0][0][0]
+        'not_allowed'
+    """
+    import datetime as dt
+    import json
+
+    import duckdb
+    import polars as pl
+
+    from contracts.registration import registration_problems
+    from contracts.tables import CONTRACTS
+
+    contract = CONTRACTS[table]
+    lines = [json.dumps(r, default=str) for r in records]
+    days = []
+    for r in records:
+        try:
+            day = dt.datetime.fromisoformat(str(r.get(contract.event_time)).replace("Z", "+00:00"))
+            day = (day if day.tzinfo else day.replace(tzinfo=dt.timezone.utc)).astimezone(dt.timezone.utc).date()
+        except ValueError:
+            day = dt.date(1970, 1, 1)
+        days.append(day)
+    frame = pl.DataFrame(
+        {"__partition_day": days, "__source_file": ["check"] * len(lines), "__source_row": list(range(1, len(lines) + 1)),
+         "__record": lines, "__error": [None] * len(lines), "__encoding_error": [False] * len(lines)},
+        schema={"__partition_day": pl.Date, "__source_file": pl.String, "__source_row": pl.Int64, "__record": pl.String,
+                "__error": pl.String, "__encoding_error": pl.Boolean},
+    )
+    problems: list[list[tuple[str, str]]] = [[] for _ in records]
+    with duckdb.connect() as con:
+        con.execute("SET TimeZone = 'UTC'")
+        con.register("records", frame)
+        rows = con.execute(
+            f"SELECT source_row, reason, CAST(arms AS VARCHAR), control_arm, CAST(guardrails AS VARCHAR), "
+            f"CAST(metric_caps AS VARCHAR) FROM ({candidate_select(contract, Source('json', 'records'))})"
+            if table == "experiments" else
+            f"SELECT source_row, reason FROM ({candidate_select(contract, Source('json', 'records'))})"
+        ).fetchall()
+    for row in rows:
+        found = problems[row[0] - 1]
+        if row[1]:
+            found += [tuple(part.split(": ", 1)) for part in row[1].split("; ")]
+        elif table == "experiments":
+            found += registration_problems(*row[2:])
+    return problems

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
 from contracts.schema import sql_literal
 
@@ -49,6 +50,16 @@ class ArchivedFile:
     @property
     def suffix(self) -> str:
         return Path(self.source_file).suffix.lower()
+
+
+ARROW_BATCH_ROWS = 65_536
+"""Rows per record batch when a frame is handed to DuckDB: DuckDB scans batches in parallel."""
+
+
+def as_batches(frame: pl.DataFrame) -> pa.Table:
+    """``frame`` as an Arrow table of ``ARROW_BATCH_ROWS``-row record batches, for DuckDB."""
+    table = frame.to_arrow()
+    return pa.Table.from_batches(table.to_batches(max_chunksize=ARROW_BATCH_ROWS), schema=table.schema) if frame.height else table
 
 
 def _lineage(frame: pl.DataFrame, file: ArchivedFile) -> pl.DataFrame:

@@ -41,6 +41,7 @@ from zcl_assets.ingest.readers import (
     JSON_SUFFIXES,
     PARQUET_SUFFIXES,
     ArchivedFile,
+    as_batches,
     parquet_columns,
     parquet_relation,
     read_csv,
@@ -180,7 +181,7 @@ def stage_table(con: duckdb.DuckDBPyConnection, table: str) -> StageResult:
         con.execute(
             f"INSERT INTO {contract.staged_table} BY NAME SELECT {lineage}, {fields} FROM ("
             f"SELECT {lineage}, {fields} FROM candidates c ANTI JOIN new_held USING ({lineage}) WHERE c.rule IS NULL "
-            f"UNION ALL SELECT {lineage}, {fields} FROM released) ORDER BY {lineage}"
+            f"UNION ALL SELECT {lineage}, {fields} FROM released)"
         )
         con.execute(f"DELETE FROM {held_table(table)}")
         con.execute(f"INSERT INTO {held_table(table)} BY NAME SELECT * FROM new_held ORDER BY {lineage}")
@@ -209,7 +210,7 @@ def stage_table(con: duckdb.DuckDBPyConnection, table: str) -> StageResult:
 def _build_candidates(con: duckdb.DuckDBPyConnection, table: str, files: list[ArchivedFile]) -> None:
     """Temp table ``candidates``: every row of ``files`` through the contract SQL."""
     contract = CONTRACTS[table]
-    statements: list[tuple[str, dict[str, pl.DataFrame]]] = []
+    statements: list[tuple[str, dict[str, object]]] = []
     json_frames, csv_frames, broken = [], [], []
     parquet_groups: dict[tuple, list[ArchivedFile]] = {}
     for f in files:
@@ -229,12 +230,12 @@ def _build_candidates(con: duckdb.DuckDBPyConnection, table: str, files: list[Ar
             broken.append(unreadable(f, f"unsupported file type {f.suffix}"))
     json_all = pl.concat(json_frames + broken) if (json_frames or broken) else None
     if json_all is not None and json_all.height:
-        statements.append((candidate_select(contract, Source("json", "json_rows")), {"json_rows": json_all}))
+        statements.append((candidate_select(contract, Source("json", "json_rows")), {"json_rows": as_batches(json_all)}))
     if csv_frames:
         csv_all = pl.concat(csv_frames, how="diagonal")
         if csv_all.height:
             columns = tuple((c, "VARCHAR") for c in csv_all.columns if not c.startswith("__"))
-            statements.append((candidate_select(contract, Source("text", "csv_rows", columns)), {"csv_rows": csv_all}))
+            statements.append((candidate_select(contract, Source("text", "csv_rows", columns)), {"csv_rows": as_batches(csv_all)}))
     for columns, group in parquet_groups.items():
         statements.append((candidate_select(contract, Source("native", parquet_relation(group), columns)), {}))
     first = True
