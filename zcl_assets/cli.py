@@ -157,27 +157,36 @@ def _ensure_dagster_home() -> Path:
     return path
 
 
+def _look_day(as_of: str | None, option: str = "--as-of") -> str:
+    """A valid UTC day that has begun (default today); ``click.BadParameter`` otherwise."""
+    if as_of is None:
+        return _today()
+    try:
+        day = dt.date.fromisoformat(as_of)
+    except ValueError as exc:
+        raise click.BadParameter(f"{as_of!r} is not a date of the form YYYY-MM-DD ({exc})", param_hint=option) from exc
+    if day.isoformat() > _today():
+        raise click.BadParameter(
+            f"{as_of} has not begun yet (today is {_today()} UTC): a look covers days that have begun", param_hint=option
+        )
+    return day.isoformat()
+
+
 @main.command("run")
 @click.option("--as-of", default=None, help="UTC day of the look (YYYY-MM-DD) [default: today].")
 @click.pass_obj
 def run_command(obj, as_of: str | None) -> None:
-    """Load every landed day not yet loaded, then take the night's look, as the schedule does."""
-    import dagster as dg
+    """Load every landed file not yet loaded, then take the night's look, as the schedule does."""
+    from zcl_assets.runner import open_instance, run_night
 
-    from zcl_assets.runner import run_night
-
-    as_of = as_of or _today()
-    try:
-        dt.date.fromisoformat(as_of)
-    except ValueError as exc:
-        raise click.BadParameter(f"--as-of must be YYYY-MM-DD, got {as_of!r}") from exc
+    as_of = _look_day(as_of)
     home = _ensure_dagster_home()
-    with dg.DagsterInstance.get() as instance:
+    with open_instance(home) as instance:
         results = run_night(instance, as_of, echo=click.echo, log_level="WARNING")
     if results and not results[-1].success:
         click.echo(f"run {results[-1].run_id} failed; open `make dev` (DAGSTER_HOME={home}) to see why", err=True)
         sys.exit(1)
-    _print_report(obj["warehouse"], as_of, as_json=False)
+    _print_report(obj["warehouse"], as_of, as_json=False, after_run=True)
 
 
 @main.command("report")
@@ -190,20 +199,24 @@ def report_command(obj, as_of: str | None, as_json: bool) -> None:
     _print_report(obj["warehouse"], as_of, as_json)
 
 
-def _print_report(warehouse: Path, as_of: str | None, as_json: bool) -> None:
+def _print_report(warehouse: Path, as_of: str | None, as_json: bool, after_run: bool = False) -> None:
     from resources import Warehouse
 
     if as_of is not None:
         try:
             dt.date.fromisoformat(as_of)
         except ValueError as exc:
-            raise click.BadParameter(f"--as-of must be YYYY-MM-DD, got {as_of!r}") from exc
+            raise click.BadParameter(f"{as_of!r} is not a date of the form YYYY-MM-DD ({exc})", param_hint="--as-of") from exc
     from zcl_assets.reports.summary import look_summary, render_summary
 
     try:
         with Warehouse(path=str(warehouse)).connect(read_only=True) as con:
+            registered = con.execute("SELECT count(*) FROM staged_experiments").fetchone()[0] if after_run else None
             summary = look_summary(con, as_of)
     except (FileNotFoundError, LookupError) as exc:
+        if after_run and not registered:
+            click.echo(f"no experiment is registered yet, so the look as of {as_of} has nothing to analyse")
+            return
         raise click.ClickException(str(exc)) from exc
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import dagster as dg
+from filelock import FileLock
 
 from zcl_assets.definitions import build_resources, defs
 from zcl_assets.defs.nightly import plan_requests
@@ -48,6 +51,30 @@ def run_night(
         if not result.success:
             break
     return results
+
+
+@contextmanager
+def open_instance(home: Path) -> Iterator[dg.DagsterInstance]:
+    """The Dagster instance at ``home`` (``DAGSTER_HOME``), created safely by concurrent processes.
+
+    Dagster creates its SQLite storages on first use; two processes doing so at once race
+    on creating the same tables. A file lock (``filelock``) in ``home`` serialises creation
+    and a first read of each storage, then the instance is used without the lock.
+    """
+    with FileLock(str(home / ".instance.lock"), timeout=300):
+        instance = dg.DagsterInstance.get()
+        try:
+            instance.get_runs(limit=1)
+            instance.get_run_records(limit=1)
+            instance.all_instigator_state()
+            instance.event_log_storage.get_concurrency_keys()
+        except BaseException:
+            instance.dispose()
+            raise
+    try:
+        yield instance
+    finally:
+        instance.dispose()
 
 
 HOST_TAG = "zcl/host"
