@@ -8,6 +8,8 @@ from collections.abc import Iterable
 import duckdb
 import polars as pl
 
+from contracts.schema import staged_ddl
+from contracts.tables import CONTRACTS
 from sql import load_sql
 
 T0 = dt.datetime(2026, 9, 1, tzinfo=dt.UTC)
@@ -37,7 +39,7 @@ def ledger(events: Iterable[dict]) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.execute(load_sql("create_quarantine"))
-    con.execute(load_sql("create_staged_admission_events"))
+    con.execute(staged_ddl(CONTRACTS["admission_events"]))
     con.register("ledger_batch", frame)
     con.execute("INSERT INTO staged_admission_events BY NAME SELECT * FROM ledger_batch")
     con.unregister("ledger_batch")

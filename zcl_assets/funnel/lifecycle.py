@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import polars as pl
 
-STAGES: tuple[str, ...] = ("admitted", "consumed", "launched", "blocked", "terminal")
-"""Lifecycle stages, in funnel order (``blocked`` is the alternative to ``launched``)."""
+from contracts.tables import ADMISSION_STATES
+
+STAGES: tuple[str, ...] = ADMISSION_STATES
+"""Lifecycle stages (the landing contract's states), in funnel order; ``blocked`` is the
+alternative to ``launched``."""
 
 STAGE_ORDER: dict[str, int] = {"admitted": 1, "consumed": 2, "launched": 3, "blocked": 3, "terminal": 4}
 """Order of stages stamped in the same second of one admission."""
