@@ -14,7 +14,6 @@ import tempfile
 import time
 from pathlib import Path
 
-
 from resources.warehouse import Warehouse
 from zcl_assets.funnel.budgets import load_budgets
 from zcl_assets.funnel.build import build_funnel

@@ -90,7 +90,7 @@ _KEYS = {f.name for f in fields(BudgetPolicy)}
 
 def _policy(data: object, base: BudgetPolicy, where: str) -> BudgetPolicy:
     if not isinstance(data, dict):
-        raise ValueError(f"{where}: expected a mapping of budget keys, got {type(data).__name__}")  # noqa: TRY004 (a configuration error)
+        raise ValueError(f"{where}: expected a mapping of budget keys, got {type(data).__name__}")
     unknown = sorted(set(data) - _KEYS)
     if unknown:
         raise ValueError(f"{where}: unknown keys {unknown}; known: {sorted(_KEYS)}")
