@@ -18,6 +18,8 @@ STAGE_LABELS: tuple[str, ...] = (
     "admitted", "consumed", "launched", "blocked", "terminal", *(f"terminal: {o}" for o in OUTCOMES),
 )
 """Rows of the stage table, in funnel order."""
+LOOP_HEALTH_WEEKS = 3
+"""Weeks of loop health per organization in the text report."""
 
 _TABLES = ("admission_states", "funnel_stage_counts", "information_yield", "exploration_share", "experience_gain",
            "experience_gain_by_task", "loop_health", "arm_repeats")
@@ -131,11 +133,17 @@ def render_funnel_section(section: dict) -> str:
             lines.append(f"  {t['org_id']:<12} {t['task_type']:<16} {t['metric']:<12} gain {_f(t['gain'])} "
                          f"[{_f(t['ci_low'])}, {_f(t['ci_high'])}] n on/off {t['n_on']}/{t['n_off']}: {t['status']}")
     for g in section["experience_gain"]:
-        lines.append(f"  pooled {g['org_id']} {g['metric']}: {_f(g['estimate'])} [{_f(g['ci_low'])}, {_f(g['ci_high'])}] "
-                     f"(HKSJ, {g['tasks']} tasks); claim level {g['claim_level']}: {g['reason']}")
+        tasks = f"{g['tasks']} task{'' if g['tasks'] == 1 else 's'}"
+        pooled = (f"{_f(g['estimate'])} [{_f(g['ci_low'])}, {_f(g['ci_high'])}] (HKSJ, {tasks})"
+                  if g["ci_low"] is not None else f"no pooled interval ({tasks})")
+        lines.append(f"  pooled {g['org_id']} {g['metric']}: {pooled}; claim level {g['claim_level']}: {g['reason']}")
     if section["loop_health"]:
-        lines.append("Loop health per organization and week (valid verification rate, repeated-failure rate):")
+        lines.append(f"Loop health, the last {LOOP_HEALTH_WEEKS} weeks per organization (all weeks: --json or table loop_health):")
+        latest: dict[str, list[dict]] = {}
         for h in section["loop_health"]:
-            lines.append(f"  {h['org_id']:<12} {h['week']} sessions {h['sessions']:>6} valid verification "
-                         f"{_f(h['valid_verification_rate'])} repeated failures {_f(h['repeated_failure_rate'])}")
+            latest.setdefault(h["org_id"], []).append(h)
+        for rows in latest.values():
+            for h in rows[-LOOP_HEALTH_WEEKS:]:
+                lines.append(f"  {h['org_id']:<12} week of {h['week']} sessions {h['sessions']:>6} valid verification rate "
+                             f"{_f(h['valid_verification_rate'])} repeated-failure rate {_f(h['repeated_failure_rate'])}")
     return "\n".join(lines)
