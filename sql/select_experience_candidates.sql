@@ -8,12 +8,11 @@
 CREATE OR REPLACE TEMP TABLE experience_candidates AS
 WITH verified AS (
     -- the latest authoritative outcome of each session (ties: evaluator id, then version)
-    SELECT session_id, arg_min(v, (-epoch_us(recorded_at), evaluator_id, evaluator_version)) AS v
-    FROM (
-        SELECT session_id, recorded_at, evaluator_id, evaluator_version,
-               struct_pack(evaluator_kind, evaluator_id, recorded_at, success, time_minutes, tokens, score) AS v
+    SELECT * EXCLUDE (k) FROM (
+        SELECT session_id, evaluator_kind, evaluator_id, evaluator_version, recorded_at, success, time_minutes, tokens, score,
+               row_number() OVER (PARTITION BY session_id ORDER BY recorded_at DESC, evaluator_id, evaluator_version) AS k
         FROM verification_records WHERE authoritative
-    ) GROUP BY session_id
+    ) WHERE k = 1
 ), outcome_counts AS (
     SELECT session_id, count(*) AS outcomes, count(*) FILTER (WHERE authoritative) AS authoritative_outcomes
     FROM verification_records GROUP BY ALL
@@ -22,8 +21,8 @@ WITH verified AS (
            e.control_arm, a.session_id, a.unit_id, a.arm, a.assigned_at,
            s.session_id IS NOT NULL AS has_session, s.delivered_arm, s.experiment_id AS session_experiment_id,
            s.context_digest, s.user_id,
-           v.session_id IS NOT NULL AS verified, v.v.evaluator_kind, v.v.evaluator_id, v.v.recorded_at,
-           CAST(v.v.success AS DOUBLE) AS success, v.v.time_minutes, v.v.tokens, v.v.score,
+           v.session_id IS NOT NULL AS verified, v.evaluator_kind, v.evaluator_id, v.recorded_at,
+           CAST(v.success AS DOUBLE) AS success, v.time_minutes, v.tokens, v.score,
            coalesce(c.outcomes, 0) AS outcomes, coalesce(c.authoritative_outcomes, 0) AS authoritative_outcomes,
            a.partition_day, a.source_file, a.source_row
     FROM staged_assignments a
