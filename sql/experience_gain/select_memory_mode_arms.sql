@@ -6,7 +6,7 @@
 -- at the registered metric_caps. Experiments without runs keep a row with null statistics.
 WITH memory AS (
     SELECT experiment_id, org_id, task_type, primary_metric, direction, control_arm, min_samples_per_arm,
-           json_array_length(arms) AS arm_count,
+           array_length(CAST(json_extract_string(arms, '$[*].name') AS VARCHAR[])) AS arm_count,
            TRY_CAST(json_extract_string(metric_caps, '$.time_minutes') AS DOUBLE) AS cap_time,
            TRY_CAST(json_extract_string(metric_caps, '$.tokens') AS DOUBLE) AS cap_tokens
     FROM staged_experiments WHERE kind = 'memory_mode'
