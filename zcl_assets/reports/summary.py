@@ -6,6 +6,8 @@ import math
 
 import duckdb
 
+from zcl_assets.reports.funnel import funnel_section, render_funnel_section
+
 COMPARISON_COLUMNS = (
     "org_id", "task_type", "source", "metric", "is_primary", "analysis_unit", "control_arm", "treatment_arm",
     "n_control", "n_treatment", "successes_control", "successes_treatment", "mean_control", "mean_treatment",
@@ -56,6 +58,7 @@ def look_summary(con: duckdb.DuckDBPyConnection, as_of: str | None = None) -> di
         "as_of": as_of,
         "experiments": [{"experiment_id": k, "comparisons": v} for k, v in experiments.items()],
         "quarantine": quarantine,
+        "funnel": funnel_section(con),
     }
 
 
@@ -101,4 +104,6 @@ def render_summary(summary: dict, primary_only: bool = True) -> str:
         lines.append("Some landed files are not read (wrong folder or file type): see quarantine rows of stage 'landing'.")
     lines.append(f"Quarantined rows by table: {quarantined or 'none'} (see table `quarantine` for rule and reason)")
     lines.append("Decisions: not computed yet (descriptive figures only; the confidence sequence is stored as cs_low/cs_high).")
+    if summary.get("funnel"):
+        lines.append(render_funnel_section(summary["funnel"]))
     return "\n".join(lines)
