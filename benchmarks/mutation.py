@@ -1,0 +1,202 @@
+"""Mutation testing: how many planted bugs the test suite catches, per folder.
+
+Two kinds of mutant, one report:
+
+- Python (``zcl_assets/stats``, ``zcl_assets/analysis``, ``contracts``): mutmut 3 (configured
+  in ``[tool.mutmut]`` of ``pyproject.toml``) makes every small change its operators know
+  (an operator swapped, a constant moved by one, an argument dropped, a string altered) in
+  every function of those folders. It runs the suite once to learn which tests call which
+  function, then runs each mutant in a forked process against only those tests.
+- SQL (``sql/``): the planted changes listed in ``benchmarks/sql_mutants.py`` (a join key
+  flipped, a filter dropped, ``<`` made ``<=``, a rule left out), applied one at a time to a
+  copy of the file; each runs the tests named beside it (fastest first, stopping at the first
+  failure).
+
+A mutant is killed when a test fails (a timeout counts as killed: the change was noticed).
+Everything runs in a scratch copy of the project (``data/mutation/project``) so the working
+tree is never changed; the shared data folder (``../shared/data``) is passed to the copy's
+tests through ``ZCL_SHARED_DATA``. The figures and the surviving mutants (with their diffs)
+are printed and written to ``data/mutation/report.json``.
+
+Run: ``make mutation`` or ``python benchmarks/mutation.py [--folders stats analysis contracts
+sql] [--max-children N]``. It takes tens of minutes on 2 cores (``docs/testing.md`` has the
+last figures and times); it is not part of ``make test``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT))
+
+from benchmarks.sql_mutants import SQL_MUTANTS, PlantedChange  # noqa: E402
+
+PYTHON_FOLDERS = {"stats": "zcl_assets/stats", "analysis": "zcl_assets/analysis", "contracts": "contracts"}
+ALL_FOLDERS = (*PYTHON_FOLDERS, "sql")
+KILLED = {"killed", "timeout"}
+
+
+def copy_project(dest: Path) -> None:
+    """Copy the project's tracked and untracked, not ignored files into ``dest`` (replaced)."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=PROJECT, capture_output=True, check=True,
+    ).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = PROJECT / name
+        if source.is_file():
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
+def test_environment(copy: Path) -> dict[str, str]:
+    """Environment of the copy's test runs: its own packages first, the shared data folder."""
+    env = dict(os.environ)
+    env.pop("CI", None)  # a missing shared file skips the test rather than failing the baseline
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(copy), env.get("PYTHONPATH")]))
+    env["ZCL_SHARED_DATA"] = str(PROJECT.parent / "shared" / "data")
+    env.pop("ZCL_LANDING_DIR", None)
+    env.pop("ZCL_WAREHOUSE", None)
+    return env
+
+
+def folder_of(mutant: str) -> str | None:
+    """The reported folder of a mutmut mutant name such as ``zcl_assets.stats.srm.x_f__mutmut_3``."""
+    for folder, path in PYTHON_FOLDERS.items():
+        if mutant.startswith(path.replace("/", ".") + "."):
+            return folder
+    return None
+
+
+def run_python_mutants(copy: Path, folders: list[str], max_children: int, log: Path) -> list[dict]:
+    """Run mutmut in ``copy``; return one record per mutant of ``folders``: name, folder, status, diff."""
+    env = test_environment(copy)
+    with log.open("w") as out:
+        subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)],
+                       cwd=copy, env=env, stdout=out, stderr=subprocess.STDOUT, check=True)
+    listing = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"],
+                             cwd=copy, env=env, capture_output=True, text=True, check=True).stdout
+    records = []
+    for line in listing.splitlines():
+        match = re.fullmatch(r"\s*(\S+): (.+)", line)
+        if not match or folder_of(match[1]) not in folders:
+            continue
+        records.append({"name": match[1], "folder": folder_of(match[1]), "status": match[2].strip()})
+    for record in records:
+        if record["status"] not in KILLED:
+            shown = subprocess.run([sys.executable, "-m", "mutmut", "show", record["name"]],
+                                   cwd=copy, env=env, capture_output=True, text=True).stdout
+            record["diff"] = "\n".join(line for line in shown.splitlines()
+                                       if line[:1] in "+-" and not line.startswith(("+++", "---")))
+    return records
+
+
+def apply_change(text: str, change: PlantedChange) -> str:
+    """``text`` with the planted change made; raises ``ValueError`` unless it matches once."""
+    count = text.count(change.find)
+    if count != 1:
+        raise ValueError(f"{change.name}: the text to change occurs {count} times in sql/{change.file}, not once")
+    return text.replace(change.find, change.replace)
+
+
+def run_sql_mutants(copy: Path, log: Path) -> list[dict]:
+    """Apply each planted SQL change in ``copy`` alone, run its tests, restore the file."""
+    env = test_environment(copy)
+    records = []
+    with log.open("w") as out:
+        for change in SQL_MUTANTS:
+            path = copy / "sql" / change.file
+            original = path.read_text()
+            path.write_text(apply_change(original, change))
+            started = time.perf_counter()
+            try:
+                code = subprocess.run(
+                    [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                     *change.tests],
+                    cwd=copy, env=env, stdout=out, stderr=subprocess.STDOUT,
+                ).returncode
+            finally:
+                path.write_text(original)
+            status = {0: "survived", 1: "killed"}.get(code, f"error (pytest exit {code})")
+            seconds = time.perf_counter() - started
+            print(f"  sql {change.name}: {status} ({seconds:.0f} s)", flush=True)
+            records.append({"name": change.name, "folder": "sql", "status": status, "seconds": round(seconds, 1),
+                            "diff": f"sql/{change.file}: {change.find!r} -> {change.replace!r}", "why": change.why})
+    return records
+
+
+def check_sql_baseline(copy: Path) -> None:
+    """The SQL mutants' tests must pass on the unchanged copy, or a kill means nothing."""
+    tests = sorted({t for change in SQL_MUTANTS for t in change.tests})
+    code = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+                          cwd=copy, env=test_environment(copy), capture_output=True, text=True)
+    if code.returncode != 0:
+        raise SystemExit(f"the SQL mutants' tests fail on the unchanged project:\n{code.stdout[-3000:]}")
+    for change in SQL_MUTANTS:
+        apply_change((copy / "sql" / change.file).read_text(), change)
+
+
+def summarize(records: list[dict], folders: list[str]) -> list[dict]:
+    """Killed / total and score per folder."""
+    rows = []
+    for folder in folders:
+        mine = [r for r in records if r["folder"] == folder]
+        killed = sum(r["status"] in KILLED for r in mine)
+        rows.append({"folder": PYTHON_FOLDERS.get(folder, "sql"), "killed": killed, "total": len(mine),
+                     "score": killed / len(mine) if mine else float("nan")})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--folders", nargs="+", choices=ALL_FOLDERS, default=list(ALL_FOLDERS))
+    parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--workdir", type=Path, default=PROJECT / "data" / "mutation")
+    args = parser.parse_args()
+
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    copy = args.workdir / "project"
+    copy_project(copy)
+    records, seconds = [], {}
+    python_folders = [f for f in args.folders if f in PYTHON_FOLDERS]
+    if python_folders:
+        started = time.perf_counter()
+        print(f"mutmut on {', '.join(PYTHON_FOLDERS[f] for f in python_folders)} (log: {args.workdir / 'mutmut.log'})",
+              flush=True)
+        records += run_python_mutants(copy, python_folders, args.max_children, args.workdir / "mutmut.log")
+        seconds["python"] = round(time.perf_counter() - started)
+    if "sql" in args.folders:
+        started = time.perf_counter()
+        print(f"{len(SQL_MUTANTS)} planted SQL changes (log: {args.workdir / 'sql.log'})", flush=True)
+        check_sql_baseline(copy)
+        records += run_sql_mutants(copy, args.workdir / "sql.log")
+        seconds["sql"] = round(time.perf_counter() - started)
+
+    rows = summarize(records, args.folders)
+    print("\nfolder                 killed / total   score")
+    for row in rows:
+        print(f"{row['folder']:<22} {row['killed']:>6} / {row['total']:<6} {row['score']:7.1%}")
+    print("seconds: " + ", ".join(f"{k} {v}" for k, v in seconds.items()))
+    survivors = [r for r in records if r["status"] not in KILLED]
+    print(f"\n{len(survivors)} surviving mutants:")
+    for r in survivors:
+        print(f"- {r['name']} ({r['status']})\n    " + r.get("diff", "").replace("\n", "\n    "))
+    report = {"summary": rows, "seconds": seconds, "survivors": survivors,
+              "mutants": [{k: r[k] for k in ("name", "folder", "status")} for r in records]}
+    (args.workdir / "report.json").write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
