@@ -243,6 +243,8 @@ CONTRACTS: dict[str, TableContract] = {
                 Field("status", "VARCHAR"),
                 Field("at", "TIMESTAMPTZ"),
                 Field("reason", "VARCHAR", required=False),
+                # a declared allocation change: {arm: share}, effective from `at`
+                Field("allocation", "JSON", required=False),
             ),
             ("experiment_id", "status", "at"),
             ExperimentEventModel,

@@ -161,14 +161,17 @@ def _registration_failures(frame: pl.DataFrame, fail) -> None:
         try:
             arms = json.loads(row["arms"])
             names = [a["name"] for a in arms]
-            shares = [float(a["allocation"]) for a in arms]
-        except (TypeError, KeyError, ValueError, json.JSONDecodeError):
+            raw_shares = [a.get("allocation") for a in arms]
+            # an aggregate export may declare no allocation at all (every share null: unknown)
+            unknown = all(s is None for s in raw_shares)
+            shares = [] if unknown else [float(s) for s in raw_shares]
+        except (TypeError, KeyError, ValueError, AttributeError, json.JSONDecodeError):
             fail(i, "bad_arms", "arms must be a list of {name, payload, allocation}")
             continue
         if len(names) < 2 or len(set(names)) != len(names) or not all(isinstance(n, str) and n for n in names):
             fail(i, "bad_arms", f"arms need at least two distinct non-empty names, got {names}")
-        if not all(math.isfinite(s) and s > 0 for s in shares) or abs(sum(shares) - 1.0) > 1e-6:
-            fail(i, "bad_allocation", f"allocations must be positive and sum to 1, got {shares}")
+        if not unknown and (not all(math.isfinite(s) and s > 0 for s in shares) or abs(sum(shares) - 1.0) > 1e-6):
+            fail(i, "bad_allocation", f"allocations must be positive and sum to 1 (or all null: unknown), got {raw_shares}")
         if row["control_arm"] is not None and row["control_arm"] not in names:
             fail(i, "unknown_control_arm", f"control_arm {row['control_arm']!r} is not one of the arms {names}")
         if row["primary_metric"] not in (None, "success") and row["baseline_sd"] is None:

@@ -26,14 +26,15 @@ SCHEMA_FILES: tuple[str, ...] = (
     "create_quarantine",
     "create_staged_experiments",
     "create_staged_experiment_events",
+    "alter_staged_experiment_events_add_allocation",
     "create_staged_sessions",
     "create_staged_assignments",
     "create_staged_outcomes",
     "create_staged_admission_events",
     "create_staged_arm_snapshots",
-    "create_experiment_plans",
-    "create_experiment_analysis",
 )
+# The analysis tables (experiment_plans, experiment_analysis, knowledge_records) are created
+# by their assets from their one schema definition (zcl_assets/analysis/schema.py).
 
 
 class Warehouse(dg.ConfigurableResource):

@@ -63,7 +63,8 @@ def _analysis_keys() -> list[dg.AssetKey]:
     from zcl_assets.defs.analysis import assets
     from zcl_assets.defs.ingest.assets import landing_inventory
 
-    nightly = (landing_inventory, assets.verification_records, assets.experience, assets.experiment_plans, assets.experiment_analysis)
+    nightly = (landing_inventory, assets.verification_records, assets.experience, assets.experiment_plans,
+               assets.experiment_analysis, assets.knowledge_records)
     return [a.key for a in nightly]
 
 

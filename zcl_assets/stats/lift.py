@@ -7,7 +7,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from ._validate import as_float, check_alpha, check_nonnegative, out
+from ._validate import as_float, check_alpha, check_nonnegative, guard_variance, out
 
 __all__ = ["LiftResult", "relative_lift"]
 
@@ -67,6 +67,7 @@ def relative_lift(mean_t, var_t, n_t, mean_c, var_c, n_c, alpha: float = 0.05) -
     for name, a in (("var_t", var_t), ("var_c", var_c), ("n_t", n_t), ("n_c", n_c)):
         check_nonnegative(name, a)
     finite = np.all([np.isfinite(a) for a in arrs], axis=0)
+    var_t, var_c = guard_variance(var_t, mean_t), guard_variance(var_c, mean_c)
     with np.errstate(invalid="ignore"):
         ok = finite & (mean_t > 0) & (mean_c > 0) & (n_t > 0) & (n_c > 0)
     mt, mc = np.where(ok, mean_t, 1.0), np.where(ok, mean_c, 1.0)
