@@ -19,6 +19,6 @@ WITH units AS (
     SELECT experiment_id, arm, segment, day, count(*) AS new_units FROM daily GROUP BY ALL
 )
 SELECT experiment_id, arm, segment, day,
-       sum(new_units) OVER (PARTITION BY experiment_id, arm, segment ORDER BY day ROWS UNBOUNDED PRECEDING) AS units
+       CAST(sum(new_units) OVER (PARTITION BY experiment_id, arm, segment ORDER BY day ROWS UNBOUNDED PRECEDING) AS BIGINT) AS units
 FROM per_day
 ORDER BY experiment_id, arm, segment, day

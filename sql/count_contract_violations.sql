@@ -27,7 +27,7 @@ WITH q AS (
     JOIN staged_experiments e ON e.experiment_id = q.experiment_id AND q.metric = e.primary_metric
     WHERE q.source_table = 'arm_snapshots' AND q.stage = 'contract'
 ), daily AS (
-    SELECT experiment_id, day, sum(bad) AS bad, count(*) AS total FROM rows_of
+    SELECT experiment_id, day, CAST(sum(bad) AS BIGINT) AS bad, count(*) AS total FROM rows_of
     WHERE experiment_id IS NOT NULL AND day < CAST($as_of_end AS DATE)
     GROUP BY ALL
 )

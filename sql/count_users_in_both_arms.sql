@@ -10,4 +10,4 @@ WITH first_seen AS (
            list_sort(list(day))[2] AS day
     FROM first_seen GROUP BY ALL HAVING count(*) >= 2
 )
-SELECT experiment_id, day, count(*) AS users FROM second GROUP BY ALL ORDER BY ALL
+SELECT experiment_id, day, CAST(count(*) AS BIGINT) AS users FROM second GROUP BY ALL ORDER BY ALL

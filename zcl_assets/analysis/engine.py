@@ -4,20 +4,22 @@ Pure polars and NumPy (no Dagster, no SQL): :func:`analyse` takes the frames of
 :class:`LookInputs` (what ``look.py`` reads from the warehouse, or what a benchmark or a
 simulation builds) and returns one row per night, experiment, metric and comparison with
 the :data:`~zcl_assets.analysis.schema.EXPERIMENT_ANALYSIS` columns. Nothing loops over
-experiments or comparisons: per-kind statistics run on masks of whole columns, strata and
-families are reduced in sorted order.
+experiments or comparisons: experiments, nights, arms and metrics have integer positions
+(``grid.Grid``), statistics at a night are found by a sorted search, per-kind statistics
+run on masks of whole columns, strata and families are reduced in sorted order.
 
 Per comparison and night (DESIGN section 6):
 
 1. strata (periods between declared allocation changes and reopen events) are combined
-   into one estimate, weighted by their units (Simpson-safe when the allocation changed);
+   into one estimate weighted by their units, so a declared allocation change cannot
+   confound the estimate (Simpson);
 2. the confidence sequence, tuned at registration (``comparison_alpha`` and the planned
    sample), gives the anytime-valid p-value; Holm over the experiment's primary
-   comparisons (undefined p counted as 1) gives the adjusted p-value and the level each
+   comparisons (an undefined p counted as 1) gives the adjusted p-value and the level each
    comparison's CS is read at (its Holm step), so a CS excludes zero exactly when Holm
    rejects;
-3. guardrails are read at ``comparison_alpha`` (non-inferior when the beneficial-direction
-   lower end is above minus the margin);
+3. guardrails are read at ``comparison_alpha`` (non-inferior when the lower end in the
+   beneficial direction is above minus the margin);
 4. ``stats.decision.decide`` applies the rule, first match wins, with rule 1 from
    ``quality.rule_one`` (sticky until a reopen event);
 5. descriptive figures (labelled as such) per metric kind, progress figures, and the
@@ -30,9 +32,12 @@ from typing import NamedTuple
 
 import numpy as np
 import polars as pl
+from scipy import stats as sps
 
+from zcl_assets.analysis.grid import Grid
 from zcl_assets.analysis.metrics import KINDS, ArmStats, Descriptive
-from zcl_assets.analysis.quality import LOOK, _codes, group_sum, rule_one
+from zcl_assets.analysis.quality import reasons as invalid_reasons
+from zcl_assets.analysis.quality import rule_one
 from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS
 from zcl_assets.stats.decision import BURN_IN_MIN_COUNT, decide
 from zcl_assets.stats.lift import relative_lift
@@ -48,13 +53,14 @@ class LookInputs(NamedTuple):
 
     Attributes:
         comparisons: one row per experiment, metric, estimand and treatment arm (the design,
-            from registrations and frozen plans; ``design.comparisons``).
+            ``design.comparisons``).
         looks: ``experiment_id, as_of, days_since_first_assignment, status, epoch, output``.
         arm_stats: cumulative sufficient statistics ``experiment_id, metric, arm, segment,
             day`` + :data:`STAT_COLUMNS` (rows only on days they changed).
         assigned: cumulative units first assigned ``experiment_id, arm, segment, day, units``.
         segments: ``experiment_id, segment, epoch``.
         shares: ``experiment_id, segment, arm, share`` (null share: allocation unknown).
+        arms: ``experiment_id, arm, arm_order`` (registration order).
         experiments: ``experiment_id, primary_metric, srm_n_star, allocation_known,
             check_verified``.
         violations: ``experiment_id, epoch, day, bad, total`` (rows of that day).
@@ -68,48 +74,47 @@ class LookInputs(NamedTuple):
     assigned: pl.DataFrame
     segments: pl.DataFrame
     shares: pl.DataFrame
+    arms: pl.DataFrame
     experiments: pl.DataFrame
     violations: pl.DataFrame
     drift: pl.DataFrame
     both_arms: pl.DataFrame
 
 
-def dense(sparse: pl.DataFrame, keys: list[str], looks: pl.DataFrame, values: list[str]) -> pl.DataFrame:
-    """Cumulative values at every look: the last row of each key with ``day <= as_of``.
+class _Lookup:
+    """As-of search of cumulative rows: the last row of a key with ``day <= night``."""
 
-    ``sparse`` holds cumulative values on the days they changed; the result has one row per
-    key and look of its experiment (keys with no row yet get nulls).
-    """
-    grid = sparse.select(keys).unique().join(looks.select("experiment_id", "as_of"), on="experiment_id")
-    if grid.height == 0:
-        return grid.with_columns(*(pl.lit(None, dtype=sparse.schema[v]).alias(v) for v in values))
-    right = sparse.select(*keys, "day", *values).sort("day")
-    return grid.sort("as_of").join_asof(
-        right, left_on="as_of", right_on="day", by=keys, strategy="backward", check_sortedness=False
-    ).drop("day")
+    def __init__(self, keys: np.ndarray, days: np.ndarray, nights: int):
+        self.span = nights + 1
+        combined = keys * self.span + np.clip(days, -1, nights - 1) + 1
+        self.order = np.argsort(combined, kind="stable")
+        self.sorted = combined[self.order]
 
-
-def _arm(frame: pl.DataFrame, suffix: str) -> ArmStats:
-    def col(name):
-        return frame.get_column(f"{name}{suffix}").cast(pl.Float64).to_numpy().copy()
-
-    n = np.nan_to_num(col("n"))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio_mean = col("sum_y") / col("sum_m")
-        mean = np.where(n > 0, col("sum_v") / n, np.nan)
-    return ArmStats(n=n, mean=mean, m2=col("m2_v"), variance=col("variance"), successes=col("successes"),
-                    observations=col("observations"), sum_y=col("sum_y"), sum_m=col("sum_m"),
-                    c_yy=col("c_yy"), c_mm=col("c_mm"), c_ym=col("c_ym")), ratio_mean
+    def __call__(self, keys: np.ndarray, nights: np.ndarray) -> np.ndarray:
+        """Row index per query, -1 when the key has no row yet."""
+        q = keys * self.span + nights + 1
+        i = np.searchsorted(self.sorted, q, side="right") - 1
+        ok = (i >= 0) & (self.sorted[np.maximum(i, 0)] // self.span == keys)
+        return np.where(ok, self.order[np.maximum(i, 0)], -1)
 
 
-def _kind_arrays(frame: pl.DataFrame, suffix: str):
+def _group_starts(*keys: np.ndarray) -> np.ndarray:
+    """Index of the first row of each run of equal keys (rows sorted by the keys)."""
+    n = keys[0].size
+    start = np.zeros(n, dtype=bool)
+    if n:
+        start[0] = True
+        for k in keys:
+            start[1:] |= k[1:] != k[:-1]
+    return np.flatnonzero(start)
+
+
+def _kind_stats(kinds: np.ndarray, arm: ArmStats, ratio_mean: np.ndarray):
     """Per-row mean and CS variance of an arm, by the row's metric kind."""
-    arm, ratio_mean = _arm(frame, suffix)
-    kind = frame.get_column("metric_kind").to_numpy()
     mean = arm.mean.copy()
     var = np.full(arm.n.shape, np.nan)
     for name, spec in KINDS.items():
-        i = kind == name
+        i = kinds == name
         if not i.any():
             continue
         sub = ArmStats(*(f[i] for f in arm))
@@ -117,30 +122,41 @@ def _kind_arrays(frame: pl.DataFrame, suffix: str):
             mean[i] = ratio_mean[i]
             sub = sub._replace(mean=ratio_mean[i])
         var[i] = spec.arm_variance(sub)
-    return arm, mean, var
+    return mean, var
 
 
-def _pool(frame: pl.DataFrame, first: np.ndarray, keys: np.ndarray, suffix: str) -> dict[str, np.ndarray]:
-    """Arm statistics pooled over strata (sums add; centered sums by Chan et al. 1979)."""
-    def col(name):
-        return np.nan_to_num(frame.get_column(f"{name}{suffix}").cast(pl.Float64).to_numpy())
-
-    n = col("n")
-    _, (n_sum, s_v, succ, obs, s_y, s_m) = group_sum(keys, [n, col("sum_v"), col("successes"), col("observations"),
-                                                            col("sum_y"), col("sum_m")])
-    idx = np.cumsum(np.isin(np.arange(keys.size), first)) - 1  # row -> group
+def _arm_stats(values: dict[str, np.ndarray]) -> tuple[ArmStats, np.ndarray]:
+    n = np.nan_to_num(values["n"])
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean_v = np.where(n_sum > 0, s_v / n_sum, 0.0)
-        mean_y = np.where(n_sum > 0, s_y / n_sum, 0.0)
-        mean_m = np.where(n_sum > 0, s_m / n_sum, 0.0)
-        row_v = np.where(n > 0, col("sum_v") / np.where(n > 0, n, 1), 0.0) - mean_v[idx]
-        row_y = np.where(n > 0, col("sum_y") / np.where(n > 0, n, 1), 0.0) - mean_y[idx]
-        row_m = np.where(n > 0, col("sum_m") / np.where(n > 0, n, 1), 0.0) - mean_m[idx]
-    _, (m2, cyy, cmm, cym) = group_sum(keys, [col("m2_v") + n * row_v**2, col("c_yy") + n * row_y**2,
-                                              col("c_mm") + n * row_m**2, col("c_ym") + n * row_y * row_m])
-    raw = frame.get_column(f"variance{suffix}").cast(pl.Float64).to_numpy()
-    return {"n": n_sum, "sum_v": s_v, "m2_v": m2, "variance": raw[first], "successes": succ, "observations": obs,
-            "sum_y": s_y, "sum_m": s_m, "c_yy": cyy, "c_mm": cmm, "c_ym": cym}
+        mean = np.where(n > 0, values["sum_v"] / np.where(n > 0, n, 1), np.nan)
+        ratio_mean = values["sum_y"] / values["sum_m"]
+    arm = ArmStats(n=n, mean=mean, m2=values["m2_v"], variance=values["variance"], successes=values["successes"],
+                   observations=values["observations"], sum_y=values["sum_y"], sum_m=values["sum_m"],
+                   c_yy=values["c_yy"], c_mm=values["c_mm"], c_ym=values["c_ym"])
+    return arm, ratio_mean
+
+
+def _pool(values: dict[str, np.ndarray], first: np.ndarray, group: np.ndarray) -> dict[str, np.ndarray]:
+    """Arm statistics pooled over strata: sums add; centered sums by Chan, Golub and LeVeque (1979)."""
+    z = {k: np.nan_to_num(v) for k, v in values.items()}
+    n = z["n"]
+    n_sum, s_v, succ, obs, s_y, s_m = (np.add.reduceat(z[k], first) for k in
+                                       ("n", "sum_v", "successes", "observations", "sum_y", "sum_m"))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        safe = np.where(n > 0, n, 1)
+        mean_v, mean_y, mean_m = (np.where(n_sum > 0, s / np.where(n_sum > 0, n_sum, 1), 0.0) for s in (s_v, s_y, s_m))
+        dv = np.where(n > 0, z["sum_v"] / safe, 0.0) - mean_v[group]
+        dy = np.where(n > 0, z["sum_y"] / safe, 0.0) - mean_y[group]
+        dm = np.where(n > 0, z["sum_m"] / safe, 0.0) - mean_m[group]
+    m2, cyy, cmm, cym = (np.add.reduceat(v, first) for v in
+                         (z["m2_v"] + n * dv**2, z["c_yy"] + n * dy**2, z["c_mm"] + n * dm**2, z["c_ym"] + n * dy * dm))
+    nan_m2 = np.isnan(values["m2_v"])
+    m2 = np.where(np.add.reduceat(nan_m2 & (n > 0), first) > 0, np.nan, m2)
+    successes = np.where(np.add.reduceat(np.isnan(values["successes"]) & (n > 0), first) > 0, np.nan, succ)
+    ratio_nan = np.add.reduceat(np.isnan(values["sum_y"]) & (n > 0), first) > 0
+    return {"n": n_sum, "sum_v": s_v, "m2_v": m2, "variance": values["variance"][first], "successes": successes,
+            "observations": obs, "sum_y": np.where(ratio_nan, np.nan, s_y), "sum_m": np.where(ratio_nan, np.nan, s_m),
+            "c_yy": cyy, "c_mm": cmm, "c_ym": cym}
 
 
 def _describe(kinds: np.ndarray, t: ArmStats, c: ArmStats, ratio_t, ratio_c) -> Descriptive:
@@ -161,192 +177,11 @@ def _describe(kinds: np.ndarray, t: ArmStats, c: ArmStats, ratio_t, ratio_c) -> 
     return out
 
 
-def comparisons_at_looks(inputs: LookInputs, looks: pl.DataFrame) -> pl.DataFrame:
-    """Estimates, CS inputs and descriptive figures of every comparison at ``looks``."""
-    comp = inputs.comparisons
-    stats = dense(inputs.arm_stats, ["experiment_id", "metric", "arm", "segment"], looks, list(STAT_COLUMNS))
-    grid = (
-        comp.join(inputs.segments.select("experiment_id", "segment"), on="experiment_id")
-        .join(looks.select("experiment_id", "as_of"), on="experiment_id")
-    )
-    key = ["experiment_id", "metric", "segment", "as_of"]
-    t = stats.rename({c: f"{c}_t" for c in STAT_COLUMNS}).rename({"arm": "treatment_arm"})
-    c = stats.rename({c: f"{c}_c" for c in STAT_COLUMNS}).rename({"arm": "control_arm"})
-    grid = grid.join(t, on=key + ["treatment_arm"], how="left").join(c, on=key + ["control_arm"], how="left")
-    grid = grid.sort("cid", "as_of", "segment")
-    arm_t, mean_t, var_t = _kind_arrays(grid, "_t")
-    arm_c, mean_c, var_c = _kind_arrays(grid, "_c")
-    n_t, n_c = arm_t.n, arm_c.n
-    both = (n_t > 0) & (n_c > 0) & np.isfinite(mean_t) & np.isfinite(mean_c)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        v = var_t / np.where(n_t > 0, n_t, 1) + var_c / np.where(n_c > 0, n_c, 1)
-    units = n_t + n_c
-    w_units = np.where(both, units, 0.0)
-    keys = _codes(grid, ["cid", "as_of"])
-    first, (w_total, strata, n_all) = group_sum(keys, [w_units, both.astype(float), units])
-    idx = np.cumsum(np.isin(np.arange(keys.size), first)) - 1
-    with np.errstate(invalid="ignore", divide="ignore"):
-        w = np.where(both, w_units / w_total[idx], 0.0)
-        _, (diff, se2, bad_v) = group_sum(keys, [w * np.where(both, mean_t - mean_c, 0.0),
-                                                 w**2 * np.where(both, v, 0.0),
-                                                 (both & ~np.isfinite(v)).astype(float)])
-    diff = np.where(strata > 0, diff, np.nan)
-    se2 = np.where((strata > 0) & (bad_v == 0), se2, np.nan)
-    out = grid[first].select(
-        "cid", "as_of", *[x for x in comp.columns if x not in ("cid",)]
-    ).with_columns(pl.Series("difference", diff), pl.Series("se2", se2), pl.Series("n_total", n_all),
-                   pl.Series("periods", strata.astype(np.int64)))
-    pooled_t = _pool(grid, first, keys, "_t")
-    pooled_c = _pool(grid, first, keys, "_c")
-    frame = pl.DataFrame({f"{k}_t": v for k, v in pooled_t.items()} | {f"{k}_c": v for k, v in pooled_c.items()})
-    out = pl.concat([out, frame], how="horizontal")
-    # pooled arms: descriptive figures (stratified normal interval when there are several strata)
-    pt, mt, vt = _kind_arrays(out, "_t")
-    pc, mc, vc = _kind_arrays(out, "_c")
-    kinds = out.get_column("metric_kind").to_numpy()
-    _, ratio_t = _arm(out, "_t")
-    _, ratio_c = _arm(out, "_c")
-    desc = _describe(kinds, pt, pc, ratio_t, ratio_c)
-    strat = out.get_column("periods").to_numpy() > 1
-    if strat.any():
-        from scipy import stats as sps
-
-        z = sps.norm.isf(0.025)
-        se = np.sqrt(se2)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            p = 2 * sps.norm.sf(np.abs(diff) / se)
-        for target, value in ((desc.diff, diff), (desc.ci_low, diff - z * se), (desc.ci_high, diff + z * se),
-                              (desc.p_value, p)):
-            target[strat] = value[strat]
-        desc.ci_method[strat] = "stratified_normal"
-        desc.p_method[strat] = "stratified_normal"
-    lift = relative_lift(np.nan_to_num(mt, nan=-1.0), np.nan_to_num(vt), pt.n, np.nan_to_num(mc, nan=-1.0),
-                         np.nan_to_num(vc), pc.n)
-    excludes = (desc.ci_low > 0) | (desc.ci_high < 0)
-    exact_p = np.where(np.isnan(desc.fisher_p), desc.p_value, desc.fisher_p)
-    disagree = np.where(np.isnan(exact_p) | np.isnan(desc.ci_low), False, excludes != (exact_p < 0.05))
-    return out.with_columns(
-        pl.Series("mean_t", mt), pl.Series("mean_c", mc), pl.Series("var_t", vt), pl.Series("var_c", vc),
-        pl.Series("ci_low", desc.ci_low), pl.Series("ci_high", desc.ci_high),
-        pl.Series("p_value", desc.p_value),
-        pl.Series("ci_method", desc.ci_method.tolist(), dtype=pl.String),
-        pl.Series("p_method", desc.p_method.tolist(), dtype=pl.String),
-        pl.Series("fisher_p_value", desc.fisher_p), pl.Series("fisher_odds_ratio", desc.fisher_or),
-        pl.Series("fisher_or_ci_low", desc.fisher_or_low), pl.Series("fisher_or_ci_high", desc.fisher_or_high),
-        pl.Series("interval_test_disagree", disagree),
-        pl.Series("relative_lift", np.asarray(lift.lift, float)), pl.Series("lift_ci_low", np.asarray(lift.ci_low, float)),
-        pl.Series("lift_ci_high", np.asarray(lift.ci_high, float)),
-    )
-
-
-def _sequential(frame: pl.DataFrame) -> pl.DataFrame:
-    """Raw anytime-valid p, Holm step levels and adjusted p, and the CS at those levels."""
-    n = frame.get_column("n_total").to_numpy()
-    se2 = frame.get_column("se2").to_numpy()
-    diff = frame.get_column("difference").to_numpy()
-    tuning = frame.get_column("tuning_n_total").to_numpy()
-    comp_alpha = frame.get_column("comparison_alpha").to_numpy()
-    rho = optimal_rho(comp_alpha, tuning)
-    sigma2 = n * se2
-    p_raw = anytime_pvalue(diff, sigma2, n, rho)
-    primary = frame.get_column("is_primary").to_numpy()
-    level = comp_alpha.copy()
-    adjusted = np.full(n.shape, np.nan)
-    if primary.any():
-        sel = np.flatnonzero(primary)
-        fam = _codes(frame[sel], ["experiment_id", "as_of"])
-        holm = holm_steps(p_raw[sel], fam, frame.get_column("alpha_share").to_numpy()[sel])
-        level[sel] = holm.level
-        adjusted[sel] = np.where(np.isnan(p_raw[sel]), np.nan, holm.adjusted)
-        size = np.zeros(n.shape, dtype=np.int64)
-        size[sel] = holm.family_size
-    else:
-        size = np.zeros(n.shape, dtype=np.int64)
-    hw = cs_halfwidth(sigma2, n, rho, level)
-    lo, hi = diff - hw, diff + hw
-    binary = frame.get_column("metric_kind").to_numpy() == "binary_proportion"
-    lo = np.where(binary, np.clip(lo, -1.0, 1.0), lo)
-    hi = np.where(binary, np.clip(hi, -1.0, 1.0), hi)
-    return frame.with_columns(
-        pl.Series("cs_low", lo), pl.Series("cs_high", hi), pl.Series("cs_level", level),
-        pl.Series("cs_p_value", p_raw), pl.Series("cs_p_adjusted", adjusted),
-        pl.Series("family_size", np.where(primary, size, 0)),
-    )
-
-
-def _guardrails(frame: pl.DataFrame) -> pl.DataFrame:
-    """Per (experiment, night, treatment arm): the first guardrail holding adopt, and a status line."""
-    g = frame.filter(pl.col("role") == "guardrail").sort("experiment_id", "as_of", "treatment_arm", "guardrail_order")
-    if g.height == 0:
-        return pl.DataFrame(schema={"experiment_id": pl.String, "as_of": pl.Date, "treatment_arm": pl.String,
-                                    "guardrail_hold": pl.String, "guardrail_status": pl.String})
-    b_lo = pl.when(pl.col("sign") > 0).then(pl.col("cs_low")).otherwise(-pl.col("cs_high"))
-    g = g.with_columns(b_lo.alias("b_lo")).with_columns(
-        # NaN sorts above every number in polars: an undefined CS is explicitly not non-inferior
-        (pl.col("b_lo").is_not_nan() & (pl.col("b_lo") > -pl.col("margin"))).fill_null(False).alias("non_inferior"),
-    ).with_columns(
-        pl.when(pl.col("non_inferior")).then(pl.format(
-            "{}: non-inferior (CS lower end {} in the beneficial direction is above -{})",
-            "metric", pl.col("b_lo").round_sig_figs(4), pl.col("margin").round_sig_figs(4)))
-        .otherwise(pl.format(
-            "{}: not shown non-inferior (CS lower end {} in the beneficial direction, margin -{})",
-            "metric", pl.col("b_lo").round_sig_figs(4).cast(pl.String).fill_null("undefined"),
-            pl.col("margin").round_sig_figs(4))).alias("line"),
-    )
-    return g.group_by("experiment_id", "as_of", "treatment_arm", maintain_order=True).agg(
-        pl.col("metric").filter(~pl.col("non_inferior")).first().alias("failing"),
-        pl.col("line").str.join("; ").alias("guardrail_status"),
-    ).select(
-        "experiment_id", "as_of", "treatment_arm",
-        pl.when(pl.col("failing").is_not_null()).then(pl.format("held by guardrail {}", "failing"))
-        .otherwise(pl.lit("")).alias("guardrail_hold"),
-        "guardrail_status",
-    )
-
-
-def _progress(frame: pl.DataFrame, assigned: pl.DataFrame) -> pl.DataFrame:
-    """Assigned units per arm, verified share, information fraction, days to plan, power at the MDE."""
-    a = assigned.group_by("experiment_id", "arm", "as_of").agg(pl.col("units").sum())
-    frame = frame.join(a.rename({"arm": "treatment_arm", "units": "srm_units_treatment"}),
-                       on=["experiment_id", "treatment_arm", "as_of"], how="left")
-    frame = frame.join(a.rename({"arm": "control_arm", "units": "srm_units_control"}),
-                       on=["experiment_id", "control_arm", "as_of"], how="left")
-    frame = frame.with_columns(pl.col("srm_units_treatment").fill_null(0), pl.col("srm_units_control").fill_null(0))
-    days = pl.col("days_since_first_assignment")
-    rate_t = pl.col("srm_units_treatment") / days
-    rate_c = pl.col("srm_units_control") / days
-    left_t = (pl.col("planned_n_treatment") - pl.col("srm_units_treatment")).clip(0)
-    left_c = (pl.col("planned_n_per_arm") - pl.col("srm_units_control")).clip(0)
-    frame = frame.with_columns(
-        ((pl.col("n_t") + pl.col("n_c")) / (pl.col("srm_units_treatment") + pl.col("srm_units_control")))
-        .alias("verified_share"),
-        pl.min_horizontal(pl.col("srm_units_treatment") / pl.col("planned_n_treatment"),
-                          pl.col("srm_units_control") / pl.col("planned_n_per_arm")).alias("information_fraction"),
-        pl.when(pl.col("plan_reachable") & (days > 0))
-        .then(pl.max_horizontal(left_t / rate_t, left_c / rate_c).ceil()).alias("days_to_plan"),
-    ).with_columns(
-        pl.when(pl.col("days_to_plan").is_infinite() | pl.col("days_to_plan").is_nan())
-        .then(None).otherwise(pl.col("days_to_plan")).alias("days_to_plan")
-    )
-    binary = frame.get_column("plan_metric").to_numpy() == "binary"
-    n_c = frame.get_column("n_c").to_numpy().astype(float)
-    args = {k: frame.get_column(k).cast(pl.Float64).to_numpy() for k in
-            ("mde_signed", "baseline_mean", "comparison_alpha", "ratio", "unit_sd", "inflation")}
-    power = np.full(n_c.shape, np.nan)
-    for metric, sel in (("binary", binary), ("continuous", ~binary)):
-        if sel.any():
-            power[sel] = power_at(n_c[sel], args["mde_signed"][sel], args["baseline_mean"][sel],
-                                  args["comparison_alpha"][sel], args["ratio"][sel],
-                                  baseline_sd=args["unit_sd"][sel] if metric == "continuous" else None,
-                                  metric=metric, inflation=args["inflation"][sel])
-    return frame.with_columns(pl.when(pl.col("is_primary")).then(pl.Series("power_at_mde", power)).alias("power_at_mde"))
-
-
 def _fmt(expr: pl.Expr, digits: int = 3) -> pl.Expr:
     return expr.round_sig_figs(digits).cast(pl.String).fill_null("undefined")
 
 
-def _reasons(frame: pl.DataFrame) -> pl.Expr:
+def _reasons() -> pl.Expr:
     """The decision's reason in words, with the figures behind it."""
     level_pct = ((1 - pl.col("cs_level")) * 100).round(2).cast(pl.String)
     cs = pl.format("the {}% confidence sequence [{}, {}]", level_pct, _fmt(pl.col("cs_low"), 4), _fmt(pl.col("cs_high"), 4))
@@ -381,7 +216,7 @@ def _reasons(frame: pl.DataFrame) -> pl.Expr:
             _fmt(pl.col("mde"))))
         .when(pl.col("decision_rule") == 2).then(pl.format(
             "{} (units {} / {}; {} days since the first assignment)", pl.col("base_reason"),
-            pl.col("n_c").cast(pl.Int64), pl.col("n_t").cast(pl.Int64),
+            pl.col("n_control").cast(pl.Int64), pl.col("n_treatment").cast(pl.Int64),
             pl.col("days_since_first_assignment").round(1).cast(pl.String).fill_null("no assignment yet")))
         .when(pl.col("base_reason").str.starts_with("collecting")).then(pl.format("{}; {} includes zero", collecting, cs))
         .otherwise(pl.col("base_reason"))
@@ -401,78 +236,251 @@ def analyse(inputs: LookInputs) -> pl.DataFrame:
     """
     schema = EXPERIMENT_ANALYSIS.polars
     looks = inputs.looks
-    out_looks = looks.filter(pl.col("output"))
-    if out_looks.height == 0 or inputs.comparisons.height == 0:
+    if looks.filter(pl.col("output")).height == 0 or inputs.comparisons.height == 0:
         return pl.DataFrame(schema=schema)
-    seg = inputs.segments
-    assigned = dense(inputs.assigned.join(seg, on=["experiment_id", "segment"]),
-                     ["experiment_id", "arm", "segment", "epoch"], looks, ["units"])
-    assigned = assigned.with_columns(pl.col("units").fill_null(0))
+    # the SQL aggregates exactly the metrics the design compares
+    grid = Grid.build(looks, inputs.segments, inputs.arms, inputs.comparisons.select("experiment_id", "metric"))
     primary = inputs.experiments.select("experiment_id", pl.col("primary_metric").alias("metric"))
-    verified = dense(inputs.arm_stats.join(primary, on=["experiment_id", "metric"]).join(seg, on=["experiment_id", "segment"]),
-                     ["experiment_id", "arm", "segment", "epoch"], looks, ["n"]).rename({"n": "units"})
-    verified = verified.with_columns(pl.col("units").fill_null(0))
-    violations = (
-        inputs.violations.sort("day").with_columns(
-            pl.col("bad").cum_sum().over(["experiment_id", "epoch"]), pl.col("total").cum_sum().over(["experiment_id", "epoch"]))
-    )
-    viol = dense(violations, ["experiment_id", "epoch"], looks, ["bad", "total"]).join(
-        looks.select("experiment_id", "as_of", pl.col("epoch").alias("e")), on=LOOK
-    ).filter(pl.col("epoch") == pl.col("e")).drop("e").with_columns(pl.col("bad").fill_null(0), pl.col("total").fill_null(0))
-    drift = looks.select("experiment_id", "as_of", "epoch").join(inputs.drift, on=["experiment_id", "epoch"], how="left") \
-        .select(LOOK + [(pl.col("as_of") >= pl.col("drift_day")).fill_null(False).alias("baseline_drift")])
-    validity = rule_one(looks, assigned, verified, inputs.shares, inputs.experiments, viol, drift)
+    verified = inputs.arm_stats.join(primary, on=["experiment_id", "metric"]).select(
+        "experiment_id", "arm", "segment", "day", pl.col("n").alias("units"))
+    output = np.zeros(grid.shape, dtype=bool)
+    out_rows = looks.filter(pl.col("output"))
+    output[grid.e(out_rows.get_column("experiment_id")), grid.d(out_rows.get_column("as_of"))] = True
+    valid = rule_one(grid, inputs.assigned, verified, inputs.shares, inputs.experiments, inputs.violations, inputs.drift,
+                     output)
 
-    frame = comparisons_at_looks(inputs, out_looks)
-    frame = frame.join(out_looks.select("experiment_id", "as_of", "days_since_first_assignment", "status"), on=LOOK)
-    frame = frame.join(validity, on=LOOK, how="left")
-    both = inputs.both_arms.sort("day").with_columns(pl.col("users").cum_sum().over("experiment_id"))
-    frame = frame.join(dense(both, ["experiment_id"], out_looks, ["users"]).rename({"users": "users_in_both_arms"}),
-                       on=LOOK, how="left")
-    frame = _sequential(frame)
-    frame = frame.join(_guardrails(frame), on=["experiment_id", "as_of", "treatment_arm"], how="left")
-    frame = _progress(frame, assigned)
+    # the comparison rows: design x output nights x strata
+    comp = inputs.comparisons.sort("cid")
+    out_looks = looks.filter(pl.col("output")).select("experiment_id", "as_of", "days_since_first_assignment", "status")
+    rows = comp.select("cid", "experiment_id").join(out_looks.select("experiment_id", "as_of"), on="experiment_id")
+    rows = rows.join(inputs.segments.select("experiment_id", "segment"), on="experiment_id").sort("cid", "as_of", "segment")
+    cid = rows.get_column("cid").to_numpy()
+    e = grid.e(rows.get_column("experiment_id"))
+    d = grid.d(rows.get_column("as_of"))
+    seg = rows.get_column("segment").to_numpy()
+    m = grid.metric(e, comp.get_column("metric").gather(cid))
+    jt = grid.arm(e, comp.get_column("treatment_arm").gather(cid))
+    jc = grid.arm(e, comp.get_column("control_arm").gather(cid))
+    kinds = comp.get_column("metric_kind").to_numpy()[cid]
 
-    # the rule, on every row (only primary rows keep it)
-    def col(name, dtype=float):
-        return frame.get_column(name).cast(pl.Float64 if dtype is float else pl.Boolean).to_numpy()
+    st = inputs.arm_stats
+    se_ = grid.e(st.get_column("experiment_id"))
+    n_seg, n_arm, n_met = grid.segment_epoch.shape[1], grid.max_arms, grid.n_metrics
 
-    binary_counts = frame.get_column("binary_metric").to_numpy()
-    succ_t, succ_c = col("successes_t"), col("successes_c")
-    obs_t, obs_c = col("observations_t"), col("observations_c")
+    def key(e_, m_, j_, s_):
+        return ((e_ * n_met + m_) * n_arm + j_) * n_seg + s_
+
+    sm = grid.metric(se_, st.get_column("metric"))
+    sj = grid.arm(se_, st.get_column("arm"))
+    skey = np.where((sm >= 0) & (sj >= 0), key(se_, sm, sj, st.get_column("segment").to_numpy()), -1)
+    lookup = _Lookup(skey, grid.d(st.get_column("day")), grid.nights)
+    columns = {c: st.get_column(c).cast(pl.Float64).to_numpy() for c in STAT_COLUMNS}
+
+    def gather(j):
+        i = lookup(np.where((m >= 0) & (j >= 0), key(e, m, j, seg), -2), d)
+        return {c: np.where(i >= 0, v[np.maximum(i, 0)], np.nan) for c, v in columns.items()}
+
+    t_vals, c_vals = gather(jt), gather(jc)
+    arm_t, ratio_t = _arm_stats(t_vals)
+    arm_c, ratio_c = _arm_stats(c_vals)
+    mean_t, var_t = _kind_stats(kinds, arm_t, ratio_t)
+    mean_c, var_c = _kind_stats(kinds, arm_c, ratio_c)
+
+    # strata combined into one estimate, weighted by units
+    first = _group_starts(cid, d)
+    group = np.repeat(np.arange(first.size), np.diff(np.append(first, cid.size)))
+    both = (arm_t.n > 0) & (arm_c.n > 0) & np.isfinite(mean_t) & np.isfinite(mean_c)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        v = var_t / np.where(arm_t.n > 0, arm_t.n, 1) + var_c / np.where(arm_c.n > 0, arm_c.n, 1)
+    units = arm_t.n + arm_c.n
+    w_units = np.where(both, units, 0.0)
+    w_total = np.add.reduceat(w_units, first)
+    strata = np.add.reduceat(both.astype(float), first)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w = np.where(both, w_units / w_total[group], 0.0)
+    diff = np.add.reduceat(w * np.where(both, mean_t - mean_c, 0.0), first)
+    se2 = np.add.reduceat(w**2 * np.where(both, v, 0.0), first)
+    bad_v = np.add.reduceat((both & ~np.isfinite(v)).astype(float), first)
+    diff = np.where(strata > 0, diff, np.nan)
+    se2 = np.where((strata > 0) & (bad_v == 0), se2, np.nan)
+    n_total = np.add.reduceat(units, first)
+
+    # one row per comparison and night from here on
+    cid1, e1, d1 = cid[first], e[first], d[first]
+    kinds1 = kinds[first]
+    pt, pc = _pool(t_vals, first, group), _pool(c_vals, first, group)
+    arm_pt, ratio_pt = _arm_stats(pt)
+    arm_pc, ratio_pc = _arm_stats(pc)
+    mt, vt = _kind_stats(kinds1, arm_pt, ratio_pt)
+    mc, vc = _kind_stats(kinds1, arm_pc, ratio_pc)
+    desc = _describe(kinds1, arm_pt, arm_pc, ratio_pt, ratio_pc)
+    strat = strata > 1
+    if strat.any():
+        z = sps.norm.isf(0.025)
+        se = np.sqrt(se2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p_strat = 2 * sps.norm.sf(np.abs(diff) / se)
+        for target, value in ((desc.diff, diff), (desc.ci_low, diff - z * se), (desc.ci_high, diff + z * se),
+                              (desc.p_value, p_strat)):
+            target[strat] = value[strat]
+        desc.ci_method[strat] = "stratified_normal"
+        desc.p_method[strat] = "stratified_normal"
+    lift = relative_lift(np.nan_to_num(mt, nan=-1.0), np.nan_to_num(vt), arm_pt.n, np.nan_to_num(mc, nan=-1.0),
+                         np.nan_to_num(vc), arm_pc.n)
+    excludes = (desc.ci_low > 0) | (desc.ci_high < 0)
+    exact_p = np.where(np.isnan(desc.fisher_p), desc.p_value, desc.fisher_p)
+    disagree = np.where(np.isnan(exact_p) | np.isnan(desc.ci_low), False, excludes != (exact_p < 0.05))
+
+    design = comp.gather(cid1)
+
+    def dcol(name):
+        return design.get_column(name).cast(pl.Float64).to_numpy()
+
+    # the confidence sequence, Holm over the primary comparisons of each experiment and night
+    comp_alpha = dcol("comparison_alpha")
+    rho = optimal_rho(comp_alpha, dcol("tuning_n_total"))
+    sigma2 = n_total * se2
+    p_raw = anytime_pvalue(diff, sigma2, n_total, rho)
+    is_primary = design.get_column("is_primary").to_numpy()
+    level = comp_alpha.copy()
+    adjusted = np.full(cid1.shape, np.nan)
+    family = np.zeros(cid1.shape, dtype=np.int64)
+    if is_primary.any():
+        sel = np.flatnonzero(is_primary)
+        holm = holm_steps(p_raw[sel], e1[sel] * grid.nights + d1[sel], dcol("alpha_share")[sel])
+        level[sel] = holm.level
+        adjusted[sel] = np.where(np.isnan(p_raw[sel]), np.nan, holm.adjusted)
+        family[sel] = holm.family_size
+    hw = cs_halfwidth(sigma2, n_total, rho, level)
+    cs_low, cs_high = diff - hw, diff + hw
+    binary = kinds1 == "binary_proportion"
+    cs_low = np.where(binary, np.clip(cs_low, -1.0, 1.0), cs_low)
+    cs_high = np.where(binary, np.clip(cs_high, -1.0, 1.0), cs_high)
+
+    # guardrails: first one not shown non-inferior, per experiment, night and treatment arm
+    sign = dcol("sign")
+    b_lo = np.where(sign > 0, cs_low, -cs_high)
+    margin = dcol("margin")
+    guard = design.get_column("role").to_numpy() == "guardrail"
+    non_inferior = np.isfinite(b_lo) & (b_lo > -margin)
+    jt1 = jt[first]
+    g_frame = pl.DataFrame({"k": (e1 * grid.nights + d1) * n_arm + jt1, "order": dcol("guardrail_order"),
+                            "metric": design.get_column("metric"), "ok": non_inferior, "b_lo": b_lo, "margin": margin})
+    g_frame = g_frame.filter(pl.Series(guard)).sort("k", "order").with_columns(
+        pl.when(pl.col("ok")).then(pl.format(
+            "{}: non-inferior (CS lower end {} in the beneficial direction is above -{})",
+            "metric", pl.col("b_lo").round_sig_figs(4), pl.col("margin").round_sig_figs(4)))
+        .otherwise(pl.format(
+            "{}: not shown non-inferior (CS lower end {} in the beneficial direction, margin -{})",
+            "metric", pl.col("b_lo").round_sig_figs(4).cast(pl.String).fill_null("undefined"),
+            pl.col("margin").round_sig_figs(4))).alias("line"))
+    g_agg = g_frame.group_by("k").agg(
+        pl.col("metric").filter(~pl.col("ok")).first().alias("failing"), pl.col("line").str.join("; ").alias("status"))
+    key1 = pl.DataFrame({"k": (e1 * grid.nights + d1) * n_arm + jt1}).join(g_agg, on="k", how="left", maintain_order="left")
+    hold = key1.select(pl.when(pl.col("failing").is_not_null()).then(pl.format("held by guardrail {}", "failing"))
+                       .otherwise(pl.lit(""))).to_series().to_numpy()
+    guardrail_status = key1.get_column("status")
+
+    # progress: assigned units, verified share, information fraction, days to plan, power
+    assigned_t = valid.assigned[e1, d1, np.maximum(jt1, 0)] * (jt1 >= 0)
+    jc1 = jc[first]
+    assigned_c = valid.assigned[e1, d1, np.maximum(jc1, 0)] * (jc1 >= 0)
+    days_grid = np.full(grid.shape, np.nan)
+    days_grid[grid.e(looks.get_column("experiment_id")), grid.d(looks.get_column("as_of"))] = \
+        looks.get_column("days_since_first_assignment").cast(pl.Float64).to_numpy()
+    days = days_grid[e1, d1]
+    ba = inputs.both_arms
+    both_users = np.cumsum(grid.tensor((grid.e(ba.get_column("experiment_id")),), grid.d(ba.get_column("day")),
+                                       ba.get_column("users").cast(pl.Float64).to_numpy(), (), carry=False), axis=1)
+    sessions_source = design.get_column("analysis_unit").to_numpy() == "session"
+    plan_c, plan_t = dcol("planned_n_per_arm"), dcol("planned_n_treatment")
+    reachable = design.get_column("plan_reachable").to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        verified_share = (arm_pt.n + arm_pc.n) / (assigned_t + assigned_c)
+        info = np.minimum(assigned_t / plan_t, assigned_c / plan_c)
+        left = np.maximum(np.maximum(plan_t - assigned_t, 0) / (assigned_t / days),
+                          np.maximum(plan_c - assigned_c, 0) / (assigned_c / days))
+    days_to_plan = np.where(reachable & (days > 0) & np.isfinite(left), np.ceil(left), np.nan)
+    power = np.full(cid1.shape, np.nan)
+    plan_binary = design.get_column("plan_metric").to_numpy() == "binary"
+    for metric, sel in (("binary", plan_binary & is_primary), ("continuous", ~plan_binary & is_primary)):
+        if sel.any():
+            power[sel] = power_at(arm_pc.n[sel], dcol("mde_signed")[sel], dcol("baseline_mean")[sel], comp_alpha[sel],
+                                  dcol("ratio")[sel], baseline_sd=dcol("unit_sd")[sel] if metric == "continuous" else None,
+                                  metric=metric, inflation=dcol("inflation")[sel])
+
+    # the rule
+    binary_counts = design.get_column("binary_metric").to_numpy()
     big = 10.0 * BURN_IN_MIN_COUNT
-    v = col("expected_verified_share")
+    refused = design.get_column("registration_refused").to_numpy()
+    invalid = valid.invalid[e1, d1]
     decision = decide(
-        ci_low=col("cs_low"), ci_high=col("cs_high"), mde=col("mde"), n_t=col("n_t"), n_c=col("n_c"),
-        n_plan=col("planned_n_per_arm") * v, min_samples=col("min_samples_per_arm"),
-        days_since_first_assignment=col("days_since_first_assignment"), direction=col("sign"),
-        allocation_ratio=col("ratio"),
-        successes_t=np.where(binary_counts, succ_t, big), failures_t=np.where(binary_counts, obs_t - succ_t, big),
-        successes_c=np.where(binary_counts, succ_c, big), failures_c=np.where(binary_counts, obs_c - succ_c, big),
-        already_invalid=col("invalid", bool) & ~col("registration_refused", bool),
-        registration_refused=col("registration_refused", bool),
-        plan_reachable=col("plan_reachable", bool),
-        guardrail_hold=frame.get_column("guardrail_hold").fill_null("").to_numpy(),
+        ci_low=cs_low, ci_high=cs_high, mde=dcol("mde"), n_t=arm_pt.n, n_c=arm_pc.n,
+        n_plan=plan_c * dcol("expected_verified_share"), min_samples=dcol("min_samples_per_arm"),
+        days_since_first_assignment=days, direction=sign, allocation_ratio=dcol("ratio"),
+        successes_t=np.where(binary_counts, arm_pt.successes, big),
+        failures_t=np.where(binary_counts, arm_pt.observations - arm_pt.successes, big),
+        successes_c=np.where(binary_counts, arm_pc.successes, big),
+        failures_c=np.where(binary_counts, arm_pc.observations - arm_pc.successes, big),
+        already_invalid=invalid & ~refused, registration_refused=refused, plan_reachable=reachable,
+        guardrail_hold=hold,
     )
-    is_primary = frame.get_column("is_primary").to_numpy()
-    frame = frame.with_columns(
-        pl.Series("decision", np.where(is_primary, decision.label, None).tolist(), dtype=pl.String),
+    since = valid.invalid_since[e1, d1]
+    since_date = [None] * since.size
+    if (since >= 0).any():
+        base = np.datetime64(grid.day0, "D")
+        since_date = pl.Series((base + since.astype("timedelta64[D]")).astype("datetime64[D]")).to_list()
+        since_date = [s if f >= 0 else None for s, f in zip(since_date, since)]
+    primary_only = np.where(is_primary, decision.label, None)
+    frame = design.with_columns(
+        rows.get_column("as_of").gather(first).alias("as_of"),
+        pl.Series("days_since_first_assignment", days),
+        pl.Series("difference", diff), pl.Series("periods", strata.astype(np.int64)),
+        pl.Series("n_control", arm_pc.n), pl.Series("n_treatment", arm_pt.n),
+        pl.Series("successes_control", np.where(binary_counts, arm_pc.successes, np.nan)),
+        pl.Series("successes_treatment", np.where(binary_counts, arm_pt.successes, np.nan)),
+        pl.Series("mean_control", mc), pl.Series("mean_treatment", mt),
+        pl.Series("variance_control", vc), pl.Series("variance_treatment", vt),
+        pl.Series("ci_low", desc.ci_low), pl.Series("ci_high", desc.ci_high), pl.Series("p_value", desc.p_value),
+        pl.Series("ci_method", desc.ci_method.tolist(), dtype=pl.String),
+        pl.Series("p_method", desc.p_method.tolist(), dtype=pl.String),
+        pl.Series("fisher_p_value", desc.fisher_p), pl.Series("fisher_odds_ratio", desc.fisher_or),
+        pl.Series("fisher_or_ci_low", desc.fisher_or_low), pl.Series("fisher_or_ci_high", desc.fisher_or_high),
+        pl.Series("interval_test_disagree", disagree),
+        pl.Series("relative_lift", np.asarray(lift.lift, float)),
+        pl.Series("lift_ci_low", np.asarray(lift.ci_low, float)), pl.Series("lift_ci_high", np.asarray(lift.ci_high, float)),
+        pl.Series("cs_low", cs_low), pl.Series("cs_high", cs_high), pl.Series("cs_level", level),
+        pl.Series("cs_p_value", p_raw), pl.Series("cs_p_adjusted", adjusted), pl.Series("family_size", family),
+        pl.Series("srm_units_control", assigned_c), pl.Series("srm_units_treatment", assigned_t),
+        pl.Series("verified_share", verified_share), pl.Series("information_fraction", info),
+        pl.Series("users_in_both_arms", np.where(sessions_source, both_users[e1, d1], np.nan)),
+        pl.Series("days_to_plan", days_to_plan), pl.Series("power_at_mde", power),
+        pl.Series("srm_sequential_p", valid.srm_sequential_p[e1, d1]),
+        pl.Series("srm_chisquare_p", valid.srm_chisquare_p[e1, d1]),
+        pl.Series("srm_fired", valid.ever["srm"][e1, d1]),
+        pl.Series("imbalance_p_value", valid.imbalance_p[e1, d1]),
+        pl.Series("contract_violation_share", valid.violation_share[e1, d1]),
+        pl.Series("contract_violation_p", valid.violation_p[e1, d1]),
+        pl.Series("baseline_drift", valid.ever["drift"][e1, d1]),
+        pl.Series("invalid_since", since_date, dtype=pl.Date),
+        pl.Series("invalid_reason", invalid_reasons(valid, e1, d1), dtype=pl.String),
+        pl.Series("decision", primary_only.tolist(), dtype=pl.String),
         pl.Series("base_reason", decision.reason.tolist(), dtype=pl.String),
-        pl.Series("decision_rule", np.where(is_primary, decision.rule, 0)).cast(pl.Int64),
+        pl.Series("decision_rule", decision.rule.astype(np.int64)),
+        guardrail_status.alias("guardrail_status"),
     )
+    frame = frame.join(out_looks.select("experiment_id", "as_of", "status"), on=["experiment_id", "as_of"], how="left",
+                       maintain_order="left")
     frame = frame.with_columns(
-        pl.when(pl.col("is_primary")).then(_reasons(frame)).alias("decision_reason"),
+        pl.when(pl.col("is_primary")).then(_reasons()).alias("decision_reason"),
         pl.when(pl.col("is_primary")).then(pl.col("decision_rule")).alias("decision_rule"),
         pl.when(pl.col("is_primary")).then(pl.col("guardrail_status")).alias("guardrail_status"),
         pl.when(pl.col("is_primary")).then(pl.col("invalid_since")).alias("invalid_since"),
+        pl.when(pl.col("is_primary")).then(pl.col("power_at_mde")).alias("power_at_mde"),
     )
-    frame = frame.with_columns(
-        pl.when(pl.col("binary_metric")).then(pl.col("successes_t")).alias("successes_t"),
-        pl.when(pl.col("binary_metric")).then(pl.col("successes_c")).alias("successes_c"),
-    )
-    frame = frame.rename({"n_c": "n_control", "n_t": "n_treatment", "successes_c": "successes_control",
-                          "successes_t": "successes_treatment", "mean_c": "mean_control", "mean_t": "mean_treatment",
-                          "var_c": "variance_control", "var_t": "variance_treatment"})
-    return frame.select(list(schema)).cast(schema, strict=False).fill_nan(None).sort(
-        "as_of", "org_id", "experiment_id", pl.col("role") != "primary", "metric", "metric_kind", "treatment_arm"
-    )
+    srm_test = pl.when(pl.col("allocation") == "unknown").then(pl.lit("constancy (allocation unknown)")) \
+        .otherwise(pl.lit("known allocation (Lindon-Malek)"))
+    return frame.with_columns(srm_test.alias("srm_test")).select(list(schema)).cast(schema, strict=False) \
+        .fill_nan(None).sort("as_of", "org_id", "experiment_id", pl.col("role") != "primary", "metric", "metric_kind",
+                             "treatment_arm")
+

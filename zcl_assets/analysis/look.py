@@ -178,7 +178,7 @@ def read_inputs(
             ((pl.col("as_of") == day) | pl.col("stored").is_null()).alias("output")).drop("stored")
     return LookInputs(
         comparisons=comps, looks=looks, arm_stats=arm_stats, assigned=assigned,
-        segments=segments, shares=shares, experiments=experiments,
+        segments=segments, shares=shares, arms=arms.select("experiment_id", "arm", "arm_order"), experiments=experiments,
         violations=violations.with_columns(pl.col("epoch").cast(pl.Int64)),
         drift=drift.with_columns(pl.col("epoch").cast(pl.Int64)),
         both_arms=both.with_columns(pl.col("users").cast(pl.Int64)),

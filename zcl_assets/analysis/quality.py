@@ -1,302 +1,277 @@
-"""Rule 1 of the decision, for every experiment at every look at once: is the data trustworthy?
+"""Rule 1 of the decision, for every experiment at every night at once: is the data trustworthy?
 
 * **SRM** on units assigned (Lindon and Malek 2022), every arm of the experiment in one
   test, prior tuned at the planned total sample (``stats.srm.tuned_concentration``), per
-  stratum with its declared shares (a declared allocation change starts a stratum; a
-  change that was not declared is a mismatch), read at ``stats.srm.SRM_ALPHA``. When no
-  allocation was declared, the constancy test (``stats.srm.srm_constancy``) instead.
-  Chi-square goodness of fit (or, for an unknown allocation, homogeneity across looks)
+  stratum with its declared shares (a declared allocation change starts a stratum, so an
+  undeclared change is a mismatch), read at ``stats.srm.SRM_ALPHA``. When no allocation was
+  declared, the constancy test of ``stats.srm.srm_constancy`` instead. The chi-square test
+  (goodness of fit, or homogeneity across nights when the allocation is unknown) is
   reported beside it.
 * **Outcome imbalance**: the same test on units with a verified outcome of the primary
   metric, against the split of the units actually assigned (a verification that depends
   on the arm breaks the comparison; a chance imbalance of the assignment is the SRM test's
   to judge). The verified units are a subsample of the assigned ones, whose split varies
   less than a multinomial draw of their number (hypergeometric variance), so reading them
-  against the observed assigned split errs on the conservative side; the tests check the
+  against the observed split errs on the conservative side; the tests check the
   false-alarm rate by simulation.
 * **Baseline drift**: the control arm's context digest changed.
-* **Contract violations**: an anytime-valid test that more than
-  ``stats.monitoring.VIOLATION_THRESHOLD`` of the experiment's rows were quarantined.
+* **Contract violations**: an anytime-valid test (``stats.monitoring.rate_exceeds``) that
+  more than ``stats.monitoring.VIOLATION_THRESHOLD`` of the experiment's rows were
+  quarantined.
 
-Every test restarts at a ``reopened`` event (an *epoch*); within an epoch, a look is
-invalid from the first look that fired on (sticky). Nothing loops over experiments: the
-frames are long (one row per experiment, look, stratum and arm) and reduced in sorted
-order with NumPy, so the sums run in a fixed order and a rerun is bit-identical.
+Every test restarts at a ``reopened`` event (an *epoch*); within an epoch a look is invalid
+from the first night that fired on (sticky). Arrays are ``[experiment, night, stratum,
+arm]`` (``grid.Grid``); no loop runs over experiments.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import polars as pl
-from scipy import special, stats
+from scipy import special
 
+from zcl_assets.analysis.grid import Grid
 from zcl_assets.stats.monitoring import VIOLATION_THRESHOLD, rate_exceeds
 from zcl_assets.stats.srm import CONSTANCY_WINDOW, SRM_ALPHA, tuned_concentration
 
-LOOK = ["experiment_id", "as_of"]
+
+class Validity(NamedTuple):
+    """Rule 1 per experiment and night, arrays ``[E, D]`` (NaN / False where not computed)."""
+
+    srm_sequential_p: np.ndarray
+    srm_chisquare_p: np.ndarray
+    srm_fired: np.ndarray
+    imbalance_p: np.ndarray
+    violation_share: np.ndarray
+    violation_p: np.ndarray
+    drift: np.ndarray
+    invalid: np.ndarray
+    invalid_since: np.ndarray  # night position, -1 when valid
+    ever: dict[str, np.ndarray]  # per signal: fired at some night of the epoch so far
+    assigned: np.ndarray  # [E, D, K] units assigned per arm, every stratum
 
 
-def group_sum(keys: np.ndarray, values: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Sums of ``values`` over runs of equal ``keys`` (rows already sorted by key).
+def _dirichlet(x: np.ndarray, theta: np.ndarray, conc: np.ndarray) -> np.ndarray:
+    """Log Dirichlet-multinomial Bayes factor over the last axis; arms with NaN share left out.
 
-    Returns the index of each run's first row and one array of sums per value. NumPy's
-    ``add.reduceat`` adds in row order, so the result does not depend on threads.
+    ``x``: counts ``[..., K]``; ``theta``: shares broadcastable to ``x``; ``conc``: prior mass
+    broadcastable to ``x.shape[:-1]``. Lindon and Malek (2022), closed form.
     """
-    if keys.size == 0:
-        return np.zeros(0, dtype=np.int64), [np.zeros(0) for _ in values]
-    start = np.ones(keys.size, dtype=bool)
-    start[1:] = keys[1:] != keys[:-1]
-    first = np.flatnonzero(start)
-    return first, [np.add.reduceat(v, first) for v in values]
+    shape = np.broadcast_shapes(x.shape, theta.shape)
+    arm = np.broadcast_to(~np.isnan(theta), shape)
+    th = np.broadcast_to(theta, shape)[arm]
+    xx = np.broadcast_to(x, shape)[arm]
+    a = np.broadcast_to(np.asarray(conc)[..., None], shape)[arm] * th
+    term = np.zeros(shape)
+    with np.errstate(divide="ignore", invalid="ignore"):  # only arms that exist (no padding)
+        term[arm] = special.gammaln(a + xx) - special.gammaln(a) - xx * np.log(th)
+    n = np.where(arm, np.broadcast_to(x, shape), 0.0).sum(axis=-1)
+    conc = np.broadcast_to(conc, n.shape)
+    return term.sum(axis=-1) - (special.gammaln(conc + n) - special.gammaln(conc))
 
 
-def _codes(frame: pl.DataFrame, columns: list[str]) -> np.ndarray:
-    """One integer per distinct combination of ``columns`` (frame sorted by them)."""
-    return frame.select(pl.struct(columns).rank("dense")).to_series().to_numpy()
-
-
-def dirichlet_log_bf(counts: pl.DataFrame, count_col: str) -> pl.DataFrame:
-    """Log Dirichlet-multinomial Bayes factor per (experiment, look, stratum).
-
-    Args:
-        counts: one row per experiment, look, stratum and arm with ``experiment_id, as_of,
-            segment, arm, share, concentration`` and the cumulative count ``count_col``.
-
-    Returns:
-        ``experiment_id, as_of, segment, log_bf, n, chi_o_e`` where ``chi_o_e`` holds the
-        arm-wise observed and expected counts for the chi-square (as two list columns).
-    """
-    c = counts.sort("experiment_id", "as_of", "segment", "arm")
-    x = c.get_column(count_col).cast(pl.Float64).fill_null(0.0).to_numpy()
-    theta = c.get_column("share").to_numpy()
-    conc = c.get_column("concentration").to_numpy()
-    a = conc * theta
-    with np.errstate(divide="ignore", invalid="ignore"):
-        arm_term = special.gammaln(a + x) - special.gammaln(a) - x * np.log(theta)
-    keys = _codes(c, ["experiment_id", "as_of", "segment"])
-    first, (term, n) = group_sum(keys, [arm_term, x])
-    c0 = conc[first]
-    log_bf = term - (special.gammaln(c0 + n) - special.gammaln(c0))
-    return c[first].select("experiment_id", "as_of", "segment").with_columns(
-        pl.Series("log_bf", log_bf), pl.Series("n", n)
-    )
-
-
-def known_allocation(counts: pl.DataFrame, count_col: str) -> pl.DataFrame:
-    """Sequential SRM and chi-square per (experiment, look) for declared allocations.
-
-    Args:
-        counts: rows ``experiment_id, as_of, epoch, segment, arm, share, concentration`` and
-            ``count_col``, restricted to the strata of each look's epoch.
-
-    Returns:
-        ``experiment_id, as_of, p_sequential, p_chisquare``.
-    """
-    schema = {"experiment_id": pl.String, "as_of": pl.Date, "p_sequential": pl.Float64, "p_chisquare": pl.Float64}
-    if counts.height == 0:
-        return pl.DataFrame(schema=schema)
-    per_stratum = dirichlet_log_bf(counts, count_col)
-    per_stratum = per_stratum.join(counts.select("experiment_id", "as_of", "epoch").unique(), on=LOOK)
-    s = per_stratum.sort("experiment_id", "as_of", "segment")
-    first, (log_bf,) = group_sum(_codes(s, LOOK), [s.get_column("log_bf").to_numpy()])
-    looks = s[first].select("experiment_id", "as_of", "epoch").with_columns(pl.Series("log_bf", log_bf))
-    looks = looks.with_columns(
-        pl.col("log_bf").cum_max().over(["experiment_id", "epoch"], order_by="as_of").alias("running")
-    ).with_columns(pl.min_horizontal(pl.lit(1.0), (-pl.col("running")).exp()).alias("p_sequential"))
-    # chi-square of the epoch's units against the expected split, strata pooled
-    c = counts.with_columns(pl.col(count_col).cast(pl.Float64).fill_null(0.0).alias("x"))
-    c = c.with_columns((pl.col("x").sum().over(["experiment_id", "as_of", "segment"]) * pl.col("share")).alias("e"))
-    c = c.sort("experiment_id", "as_of", "arm", "segment")
-    first, (obs, exp) = group_sum(_codes(c, ["experiment_id", "as_of", "arm"]), [c["x"].to_numpy(), c["e"].to_numpy()])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        term = np.where(exp > 0, (obs - exp) ** 2 / exp, 0.0)
-    arms = c[first].select("experiment_id", "as_of").with_columns(pl.Series("term", term), pl.Series("obs", obs))
-    arms = arms.sort("experiment_id", "as_of")
-    first, (chi, total, k) = group_sum(_codes(arms, LOOK), [arms["term"].to_numpy(), arms["obs"].to_numpy(),
-                                                           np.ones(arms.height)])
-    p_chi = np.where(total > 0, stats.chi2.sf(chi, np.maximum(k - 1, 1)), np.nan)
-    chi_frame = arms[first].select(LOOK).with_columns(pl.Series("p_chisquare", p_chi))
-    return looks.select(LOOK + ["p_sequential"]).join(chi_frame, on=LOOK, how="left").select(list(schema))
-
-
-def unknown_allocation(counts: pl.DataFrame, count_col: str, window: int = CONSTANCY_WINDOW) -> pl.DataFrame:
-    """Constancy test of an undeclared split per (experiment, look), long format.
-
-    The same e-process as ``stats.srm.srm_constancy`` (the tests check they agree), on the
-    epoch's cumulative units per arm; the chi-square test of homogeneity of the nightly
-    arrivals across looks beside it.
-
-    Returns:
-        ``experiment_id, as_of, p_sequential, p_chisquare``.
-    """
-    schema = {"experiment_id": pl.String, "as_of": pl.Date, "p_sequential": pl.Float64, "p_chisquare": pl.Float64}
-    if counts.height == 0:
-        return pl.DataFrame(schema=schema)
-    arm = ["experiment_id", "epoch", "arm"]
-    look = ["experiment_id", "epoch", "as_of"]
-    c = (
-        counts.group_by("experiment_id", "epoch", "as_of", "arm")
-        .agg(pl.col(count_col).cast(pl.Float64).fill_null(0.0).sum().alias("cum"))
-        .sort("experiment_id", "epoch", "arm", "as_of")
-        .with_columns(pl.col("cum").cum_max().over(arm))  # a decrease counts as no arrival
-        .with_columns(
-            pl.col("cum").shift(1, fill_value=0.0).over(arm).alias("prev"),
-            pl.col("cum").shift(window + 1, fill_value=0.0).over(arm).alias("old"),
-            pl.int_range(pl.len()).over(arm).alias("look_index"),
-            pl.col("cum").first().over(arm).alias("seed"),
-        )
-        .with_columns((pl.col("cum") - pl.col("prev")).alias("arrived"), (pl.col("prev") - pl.col("old")).alias("recent"))
-        .with_columns(
-            pl.col("recent").sum().over(look).alias("recent_total"),
-            pl.col("arrived").sum().over(look).alias("look_total"),
-            pl.col("arm").count().over(look).alias("k"),
-        )
-    )
-    theta = (c["recent"].to_numpy() + 0.5) / (c["recent_total"].to_numpy() + 0.5 * c["k"].to_numpy())
-    arrived = c["arrived"].to_numpy()
-    look_total = c["look_total"].to_numpy()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        num = np.where(c["look_index"].to_numpy() == 0, 0.0, arrived * np.log(theta))
-        sq = np.where(look_total > 0, arrived**2 / look_total, 0.0)
-    c = c.with_columns(pl.Series("num", num), pl.Series("sq", sq)).with_columns(
-        pl.col("num").cum_sum().over(arm).alias("num_cum"),
-        pl.col("sq").cum_sum().over(arm).alias("sq_cum"),
-        (pl.col("cum") - pl.col("seed")).alias("rest"),
-    )
-    c = c.sort("experiment_id", "epoch", "as_of", "arm").with_columns(pl.col("rest").sum().over(look).alias("rest_total"))
-    rest, rest_total, cum = c["rest"].to_numpy(), c["rest_total"].to_numpy(), c["cum"].to_numpy()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mle = np.where(rest > 0, rest * np.log(rest / rest_total), 0.0)
-        c_over_n = np.where(cum > 0, c["sq_cum"].to_numpy() / cum, 0.0)
-    first, (num_sum, mle_sum, total, ratio_sum) = group_sum(
-        _codes(c, look), [c["num_cum"].to_numpy(), mle, cum, c_over_n])
-    looks = c[first].select("experiment_id", "epoch", "as_of", "k").with_columns(
-        pl.Series("log_e", num_sum - mle_sum), pl.Series("total", total), pl.Series("ratio_sum", ratio_sum),
-    ).with_columns(
-        pl.col("log_e").cum_max().over(["experiment_id", "epoch"]).alias("running"),
-        (pl.col("total").diff().over(["experiment_id", "epoch"]).fill_null(pl.col("total")) > 0)
-        .cast(pl.Int64).cum_sum().over(["experiment_id", "epoch"]).alias("looks_with_units"),
-    )
-    chi = looks["total"].to_numpy() * looks["ratio_sum"].to_numpy() - looks["total"].to_numpy()
-    df = (looks["k"].to_numpy() - 1) * (looks["looks_with_units"].to_numpy() - 1)
-    p_chi = np.where(df > 0, stats.chi2.sf(np.maximum(chi, 0.0), np.maximum(df, 1)), np.nan)
-    return looks.with_columns(
-        pl.min_horizontal(pl.lit(1.0), (-pl.col("running")).exp()).alias("p_sequential"),
-        pl.Series("p_chisquare", p_chi),
-    ).select(list(schema))
+def _running_p(grid: Grid, log_e: np.ndarray) -> np.ndarray:
+    """Anytime-valid p: 1 / the running maximum of the e-value within the epoch."""
+    running = grid.within_epoch(np.fmax, np.where(np.isnan(log_e), -np.inf, log_e), -np.inf)
+    with np.errstate(over="ignore"):
+        return np.minimum(1.0, np.exp(-running))
 
 
 def rule_one(
-    looks: pl.DataFrame,
+    grid: Grid,
     assigned: pl.DataFrame,
     verified: pl.DataFrame,
     shares: pl.DataFrame,
     experiments: pl.DataFrame,
     violations: pl.DataFrame,
     drift: pl.DataFrame,
-) -> pl.DataFrame:
-    """The invalidity signals of every experiment at every look.
+    output: np.ndarray | None = None,
+) -> Validity:
+    """The invalidity signals of every experiment at every night.
 
     Args:
-        looks: ``experiment_id, as_of, epoch`` (one row per look).
-        assigned: ``experiment_id, as_of, segment, epoch, arm, units`` (cumulative units
-            first assigned in the stratum, dense over looks).
-        verified: the same shape with ``units`` = units with a verified primary outcome.
+        grid: positions (``grid.Grid``).
+        assigned: ``experiment_id, arm, segment, day, units``: cumulative units first assigned
+            in the stratum, on the days they changed.
+        verified: the same with ``units`` = units with a verified primary outcome.
         shares: ``experiment_id, segment, arm, share`` (null share: allocation unknown).
         experiments: ``experiment_id, srm_n_star, allocation_known, check_verified``.
-        violations: ``experiment_id, as_of, epoch, bad, total`` (cumulative in the epoch).
-        drift: ``experiment_id, as_of, baseline_drift`` (already per look).
+        violations: ``experiment_id, epoch, day, bad, total``: rows of that day.
+        drift: ``experiment_id, epoch, drift_day``: first day a second control digest showed.
+        output: ``[E, D]`` nights whose descriptive chi-square is wanted (default: all).
 
     Returns:
-        One row per look: ``srm_test, srm_sequential_p, srm_chisquare_p, srm_fired,
-        imbalance_p_value, contract_violation_share, contract_violation_p,
-        baseline_drift``, the flags ``invalid`` and ``invalid_since`` and the reason text
-        ``invalid_reason``.
+        :class:`Validity`.
     """
-    exp = experiments.select(
-        "experiment_id", "allocation_known", "check_verified",
-        pl.Series("concentration", np.asarray(tuned_concentration(experiments["srm_n_star"].to_numpy(), SRM_ALPHA),
-                                              dtype=float).reshape(-1)),
-    )
-    in_epoch = pl.col("epoch") == pl.col("look_epoch")
+    n_exp, n_nights = grid.shape
+    n_seg, n_arm = grid.segment_epoch.shape[1], grid.max_arms
 
-    def prepared(frame):
-        frame = frame.join(looks.select("experiment_id", "as_of", pl.col("epoch").alias("look_epoch")), on=LOOK)
-        return frame.filter(in_epoch).drop("look_epoch").join(shares, on=["experiment_id", "segment", "arm"], how="left") \
-            .join(exp, on="experiment_id")
+    def counts(frame: pl.DataFrame) -> np.ndarray:
+        e = grid.e(frame.get_column("experiment_id"))
+        j = grid.arm(e, frame.get_column("arm"))
+        return grid.tensor((e, frame.get_column("segment").to_numpy(), j), grid.d(frame.get_column("day")),
+                           frame.get_column("units").cast(pl.Float64).to_numpy(), (n_seg, n_arm))
 
-    a = prepared(assigned)
-    known = known_allocation(a.filter(pl.col("allocation_known")), "units")
-    unknown = unknown_allocation(a.filter(~pl.col("allocation_known")), "units")
-    srm = pl.concat([known, unknown])
-    # verified units against the split actually assigned (not the declared one): a chance
-    # imbalance of the assignment is the SRM test's business, not this one's
-    observed = a.select("experiment_id", "as_of", "segment", "arm", pl.col("units").alias("assigned_units")).with_columns(
-        (pl.col("assigned_units") / pl.col("assigned_units").sum().over(["experiment_id", "as_of", "segment"]))
-        .alias("observed_share"))
-    v = prepared(verified).filter(pl.col("check_verified")).join(
-        observed, on=["experiment_id", "as_of", "segment", "arm"], how="inner"
-    ).with_columns(pl.col("observed_share").alias("share")).filter(pl.col("share") > 0)
-    v = v.filter(pl.col("share").count().over(["experiment_id", "as_of", "segment"]) >= 2)
-    imbalance = known_allocation(v, "units").select(LOOK + [pl.col("p_sequential").alias("imbalance_p_value")])
-    viol = violations.sort("experiment_id", "as_of")
-    rate = rate_exceeds(viol["bad"].cast(pl.Float64).to_numpy(), viol["total"].cast(pl.Float64).to_numpy(),
-                        VIOLATION_THRESHOLD)
+    x = counts(assigned)  # [E, D, S, K]
+    v = counts(verified)
+    theta = np.full((n_exp, n_seg, n_arm), np.nan)
+    e = grid.e(shares.get_column("experiment_id"))
+    j = grid.arm(e, shares.get_column("arm"))
+    ok = j >= 0
+    theta[e[ok], shares.get_column("segment").to_numpy()[ok], j[ok]] = shares.get_column("share").fill_null(np.nan).to_numpy()[ok]
+    arm_exists = np.arange(n_arm)[None, :] < grid.n_arms[:, None]  # [E, K]
+    exp = experiments.with_columns(pl.Series("e", grid.e(experiments.get_column("experiment_id")))).sort("e")
+    e_of = exp.get_column("e").to_numpy()
+    known = np.zeros(n_exp, dtype=bool)
+    known[e_of] = exp.get_column("allocation_known").to_numpy()
+    check_v = np.zeros(n_exp, dtype=bool)
+    check_v[e_of] = exp.get_column("check_verified").to_numpy()
+    conc = np.full(n_exp, 100.0)
+    conc[e_of] = np.asarray(tuned_concentration(exp.get_column("srm_n_star").to_numpy(), SRM_ALPHA), dtype=float).reshape(-1)
+    in_epoch = (grid.segment_epoch[:, None, :] == grid.epoch[:, :, None]) & (grid.epoch[:, :, None] >= 0)  # [E, D, S]
+
+    looked = grid.epoch >= 0
+    want = looked if output is None else (output & looked)
+    obs = np.where(in_epoch[..., None], x, 0.0).sum(axis=2)  # [E, D, K] units of the epoch
+    srm_p = np.full((n_exp, n_nights), np.nan)
+    srm_chi = np.full((n_exp, n_nights), np.nan)
+    k_idx = np.flatnonzero(known)
+    if k_idx.size:
+        # known allocation: Dirichlet-multinomial per stratum, summed over the epoch's strata
+        sub = Grid.subset(grid, k_idx)
+        log_bf = _dirichlet(x[k_idx], theta[k_idx][:, None, :, :], conc[k_idx][:, None, None])
+        srm_p[k_idx] = _running_p(sub, np.where(in_epoch[k_idx], log_bf, 0.0).sum(axis=2))
+        # chi-square of the epoch's units against the expected split (nights asked for)
+        e_w, d_w = np.nonzero(want[k_idx])
+        ew = k_idx[e_w]
+        expct = (np.where(in_epoch[ew, d_w][..., None], x[ew, d_w].sum(axis=2, keepdims=True)
+                          * np.nan_to_num(theta[ew]), 0.0).sum(axis=1))
+        o = obs[ew, d_w]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            chi = np.where(arm_exists[ew] & (expct > 0), (o - expct) ** 2 / expct, 0.0).sum(axis=1)
+        srm_chi[ew, d_w] = np.where(o.sum(axis=1) > 0, special.chdtrc(np.maximum(grid.n_arms[ew] - 1, 1), chi), np.nan)
+    u_idx = np.flatnonzero(~known)
+    if u_idx.size:
+        # unknown allocation: constancy of the split across nights (universal inference)
+        p_u, chi_u = _constancy(Grid.subset(grid, u_idx), obs[u_idx], arm_exists[u_idx])
+        srm_p[u_idx], srm_chi[u_idx] = p_u, np.where(want[u_idx], chi_u, np.nan)
+    srm_p = np.where(looked, srm_p, np.nan)
+
+    # verified outcomes against the split actually assigned, per stratum
+    with np.errstate(divide="ignore", invalid="ignore"):
+        observed_share = x / x.sum(axis=3, keepdims=True)
+    observed_share = np.where(arm_exists[:, None, None, :] & (observed_share > 0), observed_share, np.nan)
+    imbalance_p = np.full((n_exp, n_nights), np.nan)
+    c_idx = np.flatnonzero(check_v)
+    if c_idx.size:
+        share_c = observed_share[c_idx]
+        usable = (np.sum(~np.isnan(share_c), axis=3) >= 2) & in_epoch[c_idx]
+        log_v = np.where(usable, _dirichlet(v[c_idx], share_c, np.broadcast_to(conc[c_idx][:, None, None], usable.shape)),
+                         0.0)
+        imbalance_p[c_idx] = np.where(looked[c_idx], _running_p(Grid.subset(grid, c_idx), log_v.sum(axis=2)), np.nan)
+
+    # contract violations, cumulative within the epoch
+    ve = grid.e(violations.get_column("experiment_id"))
+    vd = grid.d(violations.get_column("day"))
+    bad = grid.tensor((ve,), vd, violations.get_column("bad").cast(pl.Float64).to_numpy(), (), carry=False)
+    total = grid.tensor((ve,), vd, violations.get_column("total").cast(pl.Float64).to_numpy(), (), carry=False)
+    bad_c = grid.within_epoch(np.add, bad, 0.0)
+    total_c = grid.within_epoch(np.add, total, 0.0)
+    rate = rate_exceeds(bad_c, total_c, VIOLATION_THRESHOLD)
     with np.errstate(divide="ignore"):
-        log_e = np.log(np.asarray(rate.e_value, dtype=float).reshape(-1))
-    viol = viol.with_columns(pl.Series("log_e", log_e))
-    viol = viol.with_columns(pl.col("log_e").cum_max().over(["experiment_id", "epoch"], order_by="as_of").alias("run"))
-    viol = viol.select(
-        *LOOK,
-        (pl.col("bad") / pl.col("total")).alias("contract_violation_share"),
-        pl.min_horizontal(pl.lit(1.0), (-pl.col("run")).exp()).alias("contract_violation_p"),
-    )
-    out = (
-        looks.select("experiment_id", "as_of", "epoch")
-        .join(exp.select("experiment_id", "allocation_known"), on="experiment_id", how="left")
-        .join(srm.rename({"p_sequential": "srm_sequential_p", "p_chisquare": "srm_chisquare_p"}), on=LOOK, how="left")
-        .join(imbalance, on=LOOK, how="left")
-        .join(viol, on=LOOK, how="left")
-        .join(drift, on=LOOK, how="left")
-        .with_columns(
-            pl.when(pl.col("allocation_known")).then(pl.lit("known allocation (Lindon-Malek)"))
-            .otherwise(pl.lit("constancy (allocation unknown)")).alias("srm_test"),
-            (pl.col("srm_sequential_p") < SRM_ALPHA).fill_null(False).alias("srm_fired"),
-            (pl.col("imbalance_p_value") < SRM_ALPHA).fill_null(False).alias("imbalance_fired"),
-            (pl.col("contract_violation_p") < SRM_ALPHA).fill_null(False).alias("violations_fired"),
-            pl.col("baseline_drift").fill_null(False),
-        )
-        .with_columns(
-            (pl.col("srm_fired") | pl.col("imbalance_fired") | pl.col("violations_fired") | pl.col("baseline_drift"))
-            .alias("fires")
-        )
-        .sort("experiment_id", "epoch", "as_of")
-        .with_columns(
-            pl.col("fires").cum_max().over(["experiment_id", "epoch"]).alias("invalid"),
-            pl.when(pl.col("fires")).then(pl.col("as_of")).min().over(["experiment_id", "epoch"]).alias("first_fire"),
-            *[pl.col(f).cum_max().over(["experiment_id", "epoch"]).alias(f"{f}_ever")
-              for f in ("srm_fired", "imbalance_fired", "violations_fired", "baseline_drift")],
-        )
-        .with_columns(
-            pl.when(pl.col("invalid")).then(pl.col("first_fire")).alias("invalid_since"),
-            pl.concat_str(
-                pl.when(pl.col("srm_fired_ever")).then(pl.format(
-                    "sequential SRM fired ({}, p = {} < {})", "srm_test",
-                    pl.col("srm_sequential_p").round_sig_figs(3), pl.lit(SRM_ALPHA))),
-                pl.when(pl.col("imbalance_fired_ever")).then(pl.format(
-                    "verified outcomes imbalanced between arms (p = {} < {})",
-                    pl.col("imbalance_p_value").round_sig_figs(3), pl.lit(SRM_ALPHA))),
-                pl.when(pl.col("baseline_drift_ever")).then(pl.lit("the control arm's context digest drifted")),
-                pl.when(pl.col("violations_fired_ever")).then(pl.format(
-                    "contract violations exceed {}% of its rows ({}% quarantined, p = {})",
-                    pl.lit(round(VIOLATION_THRESHOLD * 100)), (pl.col("contract_violation_share") * 100).round(1),
-                    pl.col("contract_violation_p").round_sig_figs(3))),
-                separator="; ", ignore_nulls=True,
-            ).alias("invalid_reason"),
-        )
-    )
-    return out.select(
-        "experiment_id", "as_of", "srm_test", "srm_sequential_p", "srm_chisquare_p", "srm_fired",
-        "imbalance_p_value", "contract_violation_share", "contract_violation_p", "baseline_drift",
-        "invalid", "invalid_since", "invalid_reason",
-    )
+        viol_p = np.where(looked, _running_p(grid, np.log(np.asarray(rate.e_value, dtype=float))), np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        viol_share = np.where(looked & (total_c > 0), bad_c / total_c, np.nan)
+
+    # baseline drift: a second control digest in the epoch
+    n_epochs = int(grid.epoch.max()) + 1 if grid.epoch.size else 1
+    drift_day = np.full((n_exp, max(n_epochs, 1)), np.inf)
+    if drift.height:
+        dep = drift.get_column("epoch").to_numpy()
+        keep = dep < drift_day.shape[1]
+        drift_day[grid.e(drift.get_column("experiment_id"))[keep], dep[keep]] = grid.d(drift.get_column("drift_day"))[keep]
+    epoch_now = np.maximum(grid.epoch, 0)
+    drifted = looked & (np.arange(n_nights)[None, :] >= np.take_along_axis(drift_day, epoch_now, axis=1))
+
+    fired = {
+        "srm": srm_p < SRM_ALPHA,
+        "imbalance": imbalance_p < SRM_ALPHA,
+        "drift": drifted,
+        "violations": viol_p < SRM_ALPHA,
+    }
+    ever = {k: grid.within_epoch(np.maximum, f.astype(float), 0.0) > 0 for k, f in fired.items()}
+    fires = np.any(np.stack(list(fired.values())), axis=0)
+    invalid = grid.within_epoch(np.maximum, fires.astype(float), 0.0) > 0
+    first = grid.within_epoch(np.fmin, np.where(fires, np.arange(n_nights)[None, :], np.inf), np.inf)
+    since = np.where(invalid, first, -1).astype(np.int64)
+    return Validity(srm_p, srm_chi, fired["srm"], imbalance_p, viol_share, viol_p, drifted, invalid, since, ever,
+                    x.sum(axis=2))
+
+
+def _constancy(grid: Grid, cum: np.ndarray, arm_exists: np.ndarray, window: int = CONSTANCY_WINDOW):
+    """``stats.srm.srm_constancy`` on ``[E, D, K]`` cumulative counts of each epoch, with the
+    chi-square test of homogeneity of the nightly arrivals beside it."""
+    n_exp, n_nights, n_arm = cum.shape
+    start = grid.epoch_start()  # [E, D]
+    night = np.arange(n_nights)[None, :]
+    mask = arm_exists[:, None, :]
+    cum = np.where(mask, np.maximum.accumulate(cum, axis=1), 0.0)
+
+    def at(offset):  # cumulative counts `offset` nights back, 0 before the epoch
+        back = night - offset
+        inside = back >= start
+        idx = np.clip(back, 0, n_nights - 1)
+        val = np.take_along_axis(cum, np.broadcast_to(idx[..., None], cum.shape), axis=1)
+        return np.where(inside[..., None], val, 0.0)
+
+    prev, old = at(1), at(window + 1)
+    arrived = cum - prev
+    recent = prev - old
+    k = grid.n_arms[:, None, None].astype(float)
+    theta = (recent + 0.5) / (recent.sum(axis=2, keepdims=True) + 0.5 * k)
+    first_night = night == start
+    with np.errstate(divide="ignore", invalid="ignore"):
+        num = np.where(mask & ~first_night[..., None], arrived * np.log(theta), 0.0).sum(axis=2)
+    num = grid.within_epoch(np.add, num, 0.0)
+    seed = np.take_along_axis(cum, np.broadcast_to(start[..., None], cum.shape), axis=1)
+    rest = cum - seed
+    rest_total = rest.sum(axis=2, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mle = np.where(rest > 0, rest * np.log(rest / rest_total), 0.0).sum(axis=2)
+        p = _running_p(grid, num - mle)
+        look_total = arrived.sum(axis=2, keepdims=True)
+        sq = grid.within_epoch(np.add, np.where(look_total > 0, arrived**2 / look_total, 0.0), 0.0)
+        ratio = np.where(cum > 0, sq / cum, 0.0).sum(axis=2)
+    total = cum.sum(axis=2)
+    chi = total * ratio - total
+    nights_with_units = grid.within_epoch(np.add, (look_total[..., 0] > 0).astype(float), 0.0)
+    df = (grid.n_arms[:, None] - 1) * (nights_with_units - 1)
+    chi_p = np.where(df > 0, special.chdtrc(np.maximum(df, 1), np.maximum(chi, 0.0)), np.nan)
+    return p, chi_p
+
+
+def reasons(valid: Validity, e: np.ndarray, d: np.ndarray) -> list[str | None]:
+    """The words of rule 1 for the looks at positions ``(e, d)``: every signal that fired in the epoch."""
+    srm = valid.ever["srm"][e, d]
+    imb = valid.ever["imbalance"][e, d]
+    dri = valid.ever["drift"][e, d]
+    vio = valid.ever["violations"][e, d]
+    frame = pl.DataFrame({
+        "srm": srm, "imb": imb, "dri": dri, "vio": vio,
+        "srm_p": valid.srm_sequential_p[e, d], "imb_p": valid.imbalance_p[e, d],
+        "vio_share": valid.violation_share[e, d], "vio_p": valid.violation_p[e, d],
+    })
+    parts = frame.select(pl.concat_str(
+        pl.when(pl.col("srm")).then(pl.format("sequential SRM fired (p = {} < {})", pl.col("srm_p").round_sig_figs(3),
+                                      pl.lit(SRM_ALPHA))),
+        pl.when(pl.col("imb")).then(pl.format("verified outcomes imbalanced between arms (p = {} < {})",
+                                      pl.col("imb_p").round_sig_figs(3), pl.lit(SRM_ALPHA))),
+        pl.when(pl.col("dri")).then(pl.lit("the control arm's context digest drifted")),
+        pl.when(pl.col("vio")).then(pl.format("contract violations exceed {}% of its rows ({}% quarantined, p = {})",
+                                      pl.lit(round(VIOLATION_THRESHOLD * 100)), (pl.col("vio_share") * 100).round(1),
+                                      pl.col("vio_p").round_sig_figs(3))),
+        separator="; ", ignore_nulls=True,
+    )).to_series()
+    return parts.to_list()
