@@ -470,7 +470,7 @@ def analyse(inputs: LookInputs) -> pl.DataFrame:
         guardrail_status.alias("guardrail_status"),
     )
     frame = frame.join(out_looks.select("experiment_id", "as_of", "status"), on=["experiment_id", "as_of"], how="left",
-                       maintain_order="left")
+                       maintain_order="left").fill_nan(None)
     frame = frame.with_columns(
         pl.when(pl.col("is_primary")).then(_reasons()).alias("decision_reason"),
         pl.when(pl.col("is_primary")).then(pl.col("decision_rule")).alias("decision_rule"),

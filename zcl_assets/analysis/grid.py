@@ -97,9 +97,16 @@ class Grid:
 
     # positions -------------------------------------------------------------------------------
     def e(self, ids: pl.Series) -> np.ndarray:
+        """Position of each experiment id; -1 for an id the look does not know (never raised)."""
         if not hasattr(self, "_enum"):
             self._enum = pl.Enum(self.experiments)
-        return _codes(ids, self._enum)
+        known = ids.is_in(self.experiments).fill_null(False).to_numpy()
+        if known.all():
+            return _codes(ids, self._enum)
+        codes = np.full(ids.len(), -1, dtype=np.int64)
+        if known.any():
+            codes[known] = _codes(ids.filter(pl.Series(known)), self._enum)
+        return codes
 
     def d(self, days: pl.Series) -> np.ndarray:
         return (days - self.day0).dt.total_days().to_numpy().astype(np.int64)

@@ -119,10 +119,11 @@ def rule_one(
     theta = np.full((n_exp, n_seg, n_arm), np.nan)
     e = grid.e(shares.get_column("experiment_id"))
     j = grid.arm(e, shares.get_column("arm"))
-    ok = j >= 0
+    ok = (j >= 0) & (e >= 0)
     theta[e[ok], shares.get_column("segment").to_numpy()[ok], j[ok]] = shares.get_column("share").fill_null(np.nan).to_numpy()[ok]
     arm_exists = np.arange(n_arm)[None, :] < grid.n_arms[:, None]  # [E, K]
-    exp = experiments.with_columns(pl.Series("e", grid.e(experiments.get_column("experiment_id")))).sort("e")
+    exp = experiments.with_columns(pl.Series("e", grid.e(experiments.get_column("experiment_id")))).filter(
+        pl.col("e") >= 0).sort("e")
     e_of = exp.get_column("e").to_numpy()
     known = np.zeros(n_exp, dtype=bool)
     known[e_of] = exp.get_column("allocation_known").to_numpy()
@@ -190,8 +191,9 @@ def rule_one(
     drift_day = np.full((n_exp, max(n_epochs, 1)), np.inf)
     if drift.height:
         dep = drift.get_column("epoch").to_numpy()
-        keep = dep < drift_day.shape[1]
-        drift_day[grid.e(drift.get_column("experiment_id"))[keep], dep[keep]] = grid.d(drift.get_column("drift_day"))[keep]
+        de = grid.e(drift.get_column("experiment_id"))
+        keep = (dep < drift_day.shape[1]) & (de >= 0)
+        drift_day[de[keep], dep[keep]] = grid.d(drift.get_column("drift_day"))[keep]
     epoch_now = np.maximum(grid.epoch, 0)
     drifted = looked & (np.arange(n_nights)[None, :] >= np.take_along_axis(drift_day, epoch_now, axis=1))
 
