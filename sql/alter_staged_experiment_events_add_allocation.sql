@@ -1,1 +1,0 @@
-ALTER TABLE staged_experiment_events ADD COLUMN IF NOT EXISTS allocation JSON;
