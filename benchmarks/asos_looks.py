@@ -47,12 +47,12 @@ def main() -> None:
             results = run_night(instance, LAST, log_level="ERROR")
         run_s = time.perf_counter() - t0
         assert results and all(r.success for r in results), "the run failed"
-        from zcl_assets.analysis.look import read_inputs
         from zcl_assets.analysis.engine import analyse
+        from zcl_assets.analysis.look import read_inputs
 
         with duckdb.connect(str(warehouse)) as con:
             con.execute("SET TimeZone = 'UTC'")
-            inputs = read_inputs(con, LAST, stored=None)
+            inputs = read_inputs(con, LAST)
             t1 = time.perf_counter()
             look = analyse(inputs)
             look_s = time.perf_counter() - t1

@@ -66,7 +66,7 @@ def main(n_families: int) -> None:
         sel = exp.filter(pl.col("k") == k).get_column("decided").to_numpy()
         print(f"     with {k} treatment arm(s):        {rate(sel)}")
     power = run(max(n_families // 5, 200), 0.05, 160.0, seed=2)
-    print(f"\n2. every arm better by the MDE (0.30 -> 0.35), 160 units an arm a night, 30 nights")
+    print("\n2. every arm better by the MDE (0.30 -> 0.35), 160 units an arm a night, 30 nights")
     print(f"   plan reached by night 30: {rate(power.get_column('plan_reached').to_numpy())}")
     print(f"   adopted by the planned sample: {rate(power.get_column('adopted').to_numpy())}  [target >= 0.80]")
     for k in (1, 2, 3, 4):

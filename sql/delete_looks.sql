@@ -1,2 +1,2 @@
--- The nights of the batch are replaced (the look asked for and any caught-up nights).
-DELETE FROM experiment_analysis WHERE as_of IN (SELECT as_of FROM nights_batch)
+-- The looks are derived from the staged data and recomputed whole at every run.
+DELETE FROM experiment_analysis

@@ -64,7 +64,7 @@ def build(
     violations: list[dict] | None = None,
     drift: list[dict] | None = None,
     first_assigned_at: dt.datetime | None = None,
-    policy: RegistrationPolicy = RegistrationPolicy(),
+    policy: RegistrationPolicy | None = None,
     output: str = "all",
 ) -> LookInputs:
     """The inputs of the look as of ``as_of`` (``output``: "all" nights or "last")."""
@@ -72,7 +72,7 @@ def build(
                                                         "registered_at": pl.Datetime("us", "UTC")})
     ev = pl.DataFrame(events or [], schema={"experiment_id": pl.String, "status": pl.String,
                                             "at": pl.Datetime("us", "UTC"), "reason": pl.String, "allocation": pl.String})
-    plans = plan_registrations(reg, None, ev, None, policy)
+    plans = plan_registrations(reg, None, ev, None, policy or RegistrationPolicy())
     arms = decode_arms(reg)
     changes, _ = allocation_changes(ev, arms, reg)
     segments, shares, _, _ = strata(ev, changes, arms)

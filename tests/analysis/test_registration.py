@@ -117,8 +117,8 @@ def test_an_unreachable_plan_states_why_and_its_fallback_tuning():
 def test_days_to_reach_the_plan_at_the_family_traffic():
     regs = family(2)
     traffic = pl.DataFrame({"experiment_id": ["x0", "x1"], "traffic_per_day": [120.0, 120.0]})
-    plans = plan_registrations(frame(regs), traffic=traffic)
-    first, second = plans.row(0, named=True), plans.row(1, named=True)
+    plans = {r["experiment_id"]: r for r in plan_registrations(frame(regs), traffic=traffic).iter_rows(named=True)}
+    first, second = plans["x0"], plans["x1"]
     total = first["planned_n_per_arm"] * 2
     assert first["days_to_plan"] == math.ceil(total / 120.0)  # alone in its family
     assert second["days_to_plan"] == math.ceil(total / 60.0)  # sharing the traffic with x0

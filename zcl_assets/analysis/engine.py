@@ -92,6 +92,8 @@ class _Lookup:
 
     def __call__(self, keys: np.ndarray, nights: np.ndarray) -> np.ndarray:
         """Row index per query, -1 when the key has no row yet."""
+        if self.sorted.size == 0:
+            return np.full(keys.shape, -1, dtype=np.int64)
         q = keys * self.span + nights + 1
         i = np.searchsorted(self.sorted, q, side="right") - 1
         ok = (i >= 0) & (self.sorted[np.maximum(i, 0)] // self.span == keys)
@@ -278,6 +280,8 @@ def analyse(inputs: LookInputs) -> pl.DataFrame:
 
     def gather(j):
         i = lookup(np.where((m >= 0) & (j >= 0), key(e, m, j, seg), -2), d)
+        if not st.height:  # no figures at all yet
+            return {c: np.full(i.shape, np.nan) for c in columns}
         return {c: np.where(i >= 0, v[np.maximum(i, 0)], np.nan) for c, v in columns.items()}
 
     t_vals, c_vals = gather(jt), gather(jc)

@@ -5,10 +5,11 @@ exact aggregation to cumulative sufficient statistics per experiment, arm, strat
 day. Python receives those few numbers and runs ``engine.analyse`` over every experiment
 and night at once.
 
-Nights: every experiment is looked at on every UTC day from its registration day to the
-look's day. Rule 1 (sticky) is evaluated along the whole path; the comparisons are written
-for the night asked for and for every earlier night that has no stored look yet (a first
-run, or nights the schedule missed, are caught up in the same pass).
+Nights: every experiment is looked at on every UTC day on which its data changed, on its
+registration day and on the night asked for. Every night is recomputed from the staged data
+at every run and replaces the stored one: the looks are derived data, so a corrected landed
+file gives the same looks as a fresh load, nights the schedule missed are caught up, and a
+first run writes the whole history in one pass. Rule 1 (sticky) runs along the path.
 """
 
 from __future__ import annotations
@@ -79,8 +80,16 @@ def strata(events: pl.DataFrame, changes: pl.DataFrame, arms: pl.DataFrame):
     return segments, shares, seg_bounds, epoch_bounds
 
 
-def nights(registrations: pl.DataFrame, events: pl.DataFrame, first: pl.DataFrame, as_of: str) -> pl.DataFrame:
-    """One row per experiment and UTC day from its registration day to ``as_of``.
+def nights(
+    registrations: pl.DataFrame, events: pl.DataFrame, first: pl.DataFrame, as_of: str,
+    data_days: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The nights each experiment is looked at, up to ``as_of``.
+
+    Every UTC day from its registration day to ``as_of`` (``data_days`` None), or, given
+    ``data_days`` (``experiment_id, day``: days on which any of its data changed), those
+    days, its registration day and ``as_of``: a night without new data changes nothing but
+    its date, and an export from years ago is not looked at on every day since.
 
     Columns: ``experiment_id, as_of, days_since_first_assignment, status, epoch``. The
     status is the last event before the night's end (``registered`` when none), the epoch
@@ -88,7 +97,16 @@ def nights(registrations: pl.DataFrame, events: pl.DataFrame, first: pl.DataFram
     """
     day = dt.date.fromisoformat(as_of)
     reg = registrations.select("experiment_id", pl.col("registered_at").dt.date().alias("start")).filter(pl.col("start") <= day)
-    grid = reg.with_columns(pl.date_ranges("start", pl.lit(day)).alias("as_of")).explode("as_of").drop("start")
+    if data_days is None:
+        grid = reg.with_columns(pl.date_ranges("start", pl.lit(day)).alias("as_of")).explode("as_of").drop("start")
+    else:
+        days = pl.concat([
+            reg.select("experiment_id", pl.col("start").alias("as_of")),
+            reg.select("experiment_id", pl.lit(day).alias("as_of")),
+            data_days.select("experiment_id", pl.col("day").cast(pl.Date).alias("as_of")),
+        ]).join(reg, on="experiment_id")
+        grid = days.filter((pl.col("as_of") >= pl.col("start")) & (pl.col("as_of") <= day)).select(
+            "experiment_id", "as_of").unique()
     grid = grid.with_columns((pl.col("as_of").cast(pl.Datetime("us")).dt.replace_time_zone("UTC") + pl.duration(days=1))
                              .alias("look_end"))
     ev = events.select("experiment_id", "status", pl.col("at").cast(TS)).sort("at")
@@ -110,17 +128,14 @@ def nights(registrations: pl.DataFrame, events: pl.DataFrame, first: pl.DataFram
     ).sort("experiment_id", "as_of")
 
 
-def read_inputs(
-    con: duckdb.DuckDBPyConnection, as_of: str, stored: pl.DataFrame | None = None, only_night: bool = False
-) -> LookInputs:
+def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = False) -> LookInputs:
     """The frames of one pass of looks as of ``as_of`` (see the module docstring).
 
     Args:
         con: an open warehouse connection.
         as_of: the night asked for (``YYYY-MM-DD``).
-        stored: ``experiment_id, as_of`` of looks already stored (not written again), or
-            None to write every night of the path.
-        only_night: write the night ``as_of`` alone (the path is still evaluated for rule 1).
+        only_night: compute the night ``as_of`` alone (the path is still evaluated for rule
+            1); by default every night of every experiment is computed (and rewritten).
     """
     params = {"as_of_end": look_end(as_of)}
     registrations = con.execute(load_sql("select_registrations")).pl()
@@ -166,16 +181,14 @@ def read_inputs(
         "experiment_id", "arm", pl.lit(0, dtype=pl.Int64).alias("segment"), "day", pl.col("n").cast(pl.Int64).alias("units"))
     assigned = pl.concat([assigned.with_columns(pl.col("units").cast(pl.Int64), pl.col("segment").cast(pl.Int64)),
                           snap_units], how="vertical_relaxed")
-    looks = nights(registrations.with_columns(pl.col("registered_at").cast(TS)), events, first, as_of)
+    data_days = pl.concat([
+        arm_stats.select("experiment_id", "day"), assigned.select("experiment_id", "day"),
+        violations.select("experiment_id", "day"),
+        events.select("experiment_id", pl.col("at").dt.date().alias("day")),
+    ])
+    looks = nights(registrations.with_columns(pl.col("registered_at").cast(TS)), events, first, as_of, data_days)
     day = dt.date.fromisoformat(as_of)
-    if only_night:
-        looks = looks.with_columns((pl.col("as_of") == day).alias("output"))
-    elif stored is None:
-        looks = looks.with_columns(pl.lit(True).alias("output"))
-    else:
-        done = stored.select("experiment_id", "as_of").with_columns(pl.lit(True).alias("stored"))
-        looks = looks.join(done, on=["experiment_id", "as_of"], how="left").with_columns(
-            ((pl.col("as_of") == day) | pl.col("stored").is_null()).alias("output")).drop("stored")
+    looks = looks.with_columns((pl.col("as_of") == day if only_night else pl.lit(True)).alias("output"))
     return LookInputs(
         comparisons=comps, looks=looks, arm_stats=arm_stats, assigned=assigned,
         segments=segments, shares=shares, arms=arms.select("experiment_id", "arm", "arm_order"), experiments=experiments,
@@ -185,9 +198,9 @@ def read_inputs(
     )
 
 
-def take_looks(con: duckdb.DuckDBPyConnection, as_of: str, stored: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Every look to write as of ``as_of``: the night itself and every missing earlier night."""
-    return analyse(read_inputs(con, as_of, stored))
+def take_looks(con: duckdb.DuckDBPyConnection, as_of: str) -> pl.DataFrame:
+    """Every night of every experiment up to ``as_of``, recomputed from the staged data."""
+    return analyse(read_inputs(con, as_of))
 
 
 def take_look(con: duckdb.DuckDBPyConnection, as_of: str) -> pl.DataFrame:

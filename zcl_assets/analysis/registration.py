@@ -157,7 +157,7 @@ def plan_registrations(
     existing: pl.DataFrame | None = None,
     events: pl.DataFrame | None = None,
     traffic: pl.DataFrame | None = None,
-    policy: RegistrationPolicy = RegistrationPolicy(),
+    policy: RegistrationPolicy | None = None,
 ) -> pl.DataFrame:
     """Frozen plans of the registrations that have none yet (vectorised over registrations).
 
@@ -173,6 +173,7 @@ def plan_registrations(
         One row per registration with the :data:`EXPERIMENT_PLANS` columns except
         ``planned_at``. Unreachable plans carry ``inf`` and a reason, never an exception.
     """
+    policy = policy or RegistrationPolicy()
     schema = EXPERIMENT_PLANS.polars
     if registrations.height == 0:
         return pl.DataFrame(schema=schema)
@@ -292,7 +293,7 @@ def plan_registrations(
             pl.lit(policy.version).alias("policy_version"),
         )
     )
-    return out.select(list(schema)).cast(schema)
+    return out.select(list(schema)).cast(schema).sort("experiment_id")
 
 
 def allocation_known(registrations: pl.DataFrame) -> pl.DataFrame:

@@ -92,7 +92,7 @@ def _c(name, dtype, doc, report=False, not_null=False):
     return Column(name, dtype, doc, report, not_null)
 
 
-S, F, I, B, D = pl.String, pl.Float64, pl.Int64, pl.Boolean, pl.Date
+S, F, INT, B, D = pl.String, pl.Float64, pl.Int64, pl.Boolean, pl.Date
 T = pl.Datetime("us", "UTC")
 
 EXPERIMENT_ANALYSIS = TableSchema("experiment_analysis", (
@@ -113,7 +113,7 @@ EXPERIMENT_ANALYSIS = TableSchema("experiment_analysis", (
     _c("treatment_arm", S, "treatment arm", report=True),
     _c("decision", S, "adopt, reject, no_effect, inconclusive, continue or invalid (primary rows)", report=True),
     _c("decision_reason", S, "why, in words, with the figures behind it", report=True),
-    _c("decision_rule", I, "rule of DESIGN section 6 that matched (1 to 6)", report=True),
+    _c("decision_rule", INT, "rule of DESIGN section 6 that matched (1 to 6)", report=True),
     _c("guardrail_status", S, "each guardrail: non-inferior or not shown non-inferior, with its CS", report=True),
     _c("cs_low", F, "lower end of the anytime-valid confidence sequence (treatment - control), read at cs_level", report=True),
     _c("cs_high", F, "upper end of the confidence sequence", report=True),
@@ -121,17 +121,17 @@ EXPERIMENT_ANALYSIS = TableSchema("experiment_analysis", (
     _c("cs_p_value", F, "anytime-valid p-value (raw)", report=True),
     _c("cs_p_adjusted", F, "Holm-adjusted anytime-valid p-value (undefined p counted as 1 in the family)", report=True),
     _c("alpha_share", F, "the experiment's alpha share (registered alpha / K slots)", report=True),
-    _c("family_size", I, "comparisons in the experiment's Holm family", report=True),
-    _c("n_control", I, "analysed units in control (with a verified value of the metric)", report=True),
-    _c("n_treatment", I, "analysed units in treatment", report=True),
-    _c("successes_control", I, "observations with success in control (binary metrics)", report=True),
-    _c("successes_treatment", I, "observations with success in treatment", report=True),
+    _c("family_size", INT, "comparisons in the experiment's Holm family", report=True),
+    _c("n_control", INT, "analysed units in control (with a verified value of the metric)", report=True),
+    _c("n_treatment", INT, "analysed units in treatment", report=True),
+    _c("successes_control", INT, "observations with success in control (binary metrics)", report=True),
+    _c("successes_treatment", INT, "observations with success in treatment", report=True),
     _c("mean_control", F, "control mean of the unit values (binary: proportion)", report=True),
     _c("mean_treatment", F, "treatment mean", report=True),
     _c("variance_control", F, "per-unit variance in control used by the CS", report=True),
     _c("variance_treatment", F, "per-unit variance in treatment", report=True),
     _c("difference", F, "estimate of the estimand (stratified by period when the allocation changed)", report=True),
-    _c("periods", I, "strata: periods between declared allocation changes and reopen events", report=True),
+    _c("periods", INT, "strata: periods between declared allocation changes and reopen events", report=True),
     _c("ci_low", F, "descriptive fixed-horizon 95% interval, lower end", report=True),
     _c("ci_high", F, "descriptive interval, upper end", report=True),
     _c("ci_method", S, "method of the descriptive interval", report=True),
@@ -156,11 +156,11 @@ EXPERIMENT_ANALYSIS = TableSchema("experiment_analysis", (
     _c("days_to_plan", F, "days until both arms reach their plan at the current traffic", report=True),
     _c("days_since_first_assignment", F, "days from the first assignment to the end of the look", report=True),
     _c("verified_share", F, "analysed units over assigned units (both arms)", report=True),
-    _c("users_in_both_arms", I, "users with sessions in both arms (session-randomized experiments)", report=True),
+    _c("users_in_both_arms", INT, "users with sessions in both arms (session-randomized experiments)", report=True),
     _c("allocation", S, "declared, declared and changed, or unknown (aggregate exports)", report=True),
     _c("srm_test", S, "known allocation (Lindon-Malek) or constancy (allocation unknown)", report=True),
-    _c("srm_units_control", I, "units assigned to control (the SRM counts)", report=True),
-    _c("srm_units_treatment", I, "units assigned to treatment", report=True),
+    _c("srm_units_control", INT, "units assigned to control (the SRM counts)", report=True),
+    _c("srm_units_treatment", INT, "units assigned to treatment", report=True),
     _c("srm_sequential_p", F, "anytime-valid SRM p-value over every arm of the experiment (running, since the last reopen)", report=True),
     _c("srm_chisquare_p", F, "fixed-horizon chi-square p of the same counts (descriptive)", report=True),
     _c("srm_fired", B, "the sequential SRM test fired (p < 0.01)", report=True),
@@ -177,10 +177,10 @@ EXPERIMENT_PLANS = TableSchema("experiment_plans", (
     _c("org_id", S, "organization"),
     _c("task_type", S, "task type"),
     _c("admitted", B, "got an alpha slot (False: refused and quarantined, stage registration)"),
-    _c("alpha_slot", I, "slot 1..K of its organization and task type"),
-    _c("alpha_slots", I, "K, the family's concurrent slots"),
+    _c("alpha_slot", INT, "slot 1..K of its organization and task type"),
+    _c("alpha_slots", INT, "K, the family's concurrent slots"),
     _c("alpha_share", F, "registered alpha / K: used by the plan, the CS and the Holm step"),
-    _c("n_comparisons", I, "treatment arms compared with control (the Holm family)"),
+    _c("n_comparisons", INT, "treatment arms compared with control (the Holm family)"),
     _c("comparison_alpha", F, "alpha_share / n_comparisons: the plan's and the CS tuning's level"),
     _c("metric_kind", S, "kind of the primary estimand"),
     _c("estimand", S, "primary estimand in words"),
@@ -193,7 +193,7 @@ EXPERIMENT_PLANS = TableSchema("experiment_plans", (
     _c("inflation", F, "R, the CS inflation"),
     _c("design_effect", F, "design effect"),
     _c("verified_share", F, "expected verified share v"),
-    _c("n_guardrails", I, "guardrails sharing the type II error"),
+    _c("n_guardrails", INT, "guardrails sharing the type II error"),
     _c("reachable", B, "the plan is reachable"),
     _c("plan_reason", S, "why not, and the fallback tuning"),
     _c("traffic_per_day", F, "units a day of the family before registration (null: no history)"),
@@ -204,7 +204,7 @@ EXPERIMENT_PLANS = TableSchema("experiment_plans", (
 
 KNOWLEDGE_RECORDS = TableSchema("knowledge_records", (
     _c("record_id", S, "digest of the record's identity", not_null=True),
-    _c("sequence", I, "position of the record in its comparison's chain (1, 2, ...)", not_null=True),
+    _c("sequence", INT, "position of the record in its comparison's chain (1, 2, ...)", not_null=True),
     _c("experiment_id", S, "experiment", not_null=True),
     _c("org_id", S, "organization"),
     _c("task_type", S, "task type"),

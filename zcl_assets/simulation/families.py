@@ -35,7 +35,7 @@ def simulate_families(
     mde: float = 0.05,
     alpha: float = 0.05,
     seed: int = 1,
-    policy: RegistrationPolicy = RegistrationPolicy(),
+    policy: RegistrationPolicy | None = None,
 ) -> tuple[LookInputs, pl.DataFrame]:
     """Binary A/B/n experiments with a common true effect, looked at every night.
 
@@ -50,7 +50,7 @@ def simulate_families(
         mde: registered MDE.
         alpha: registered alpha (each experiment gets alpha / K).
         seed: NumPy seed.
-        policy: K.
+        policy: K (default: the registration default).
 
     Returns:
         ``(inputs, registrations)``.
@@ -74,9 +74,7 @@ def simulate_families(
             })
     reg = pl.DataFrame(rows, schema_overrides={"baseline_sd": pl.Float64, "metric_caps": pl.String,
                                                "registered_at": pl.Datetime("us", "UTC")})
-    plans = plan_registrations(reg, policy=policy)
-    events = pl.DataFrame(schema={"experiment_id": pl.String, "status": pl.String, "at": pl.Datetime("us", "UTC"),
-                                  "reason": pl.String, "allocation": pl.String})
+    plans = plan_registrations(reg, policy=policy or RegistrationPolicy())
     empty = pl.DataFrame(schema={"experiment_id": pl.String, "at": pl.Datetime("us", "UTC"), "arm": pl.String,
                                  "share": pl.Float64})
     comps, experiments, arm_rows = comparisons(reg, plans, pl.DataFrame(schema={"experiment_id": pl.String,

@@ -230,7 +230,6 @@ def simulate_world(
     landing = Path(landing_dir)
     t0 = dt.datetime.fromisoformat(config.start).replace(tzinfo=UTC).timestamp()
     name = f"world-{seed}"
-    specs = {e.experiment_id: e for e in config.experiments}
 
     # users: per organization, Zipf activity, a random effect on score, the top fifth is heavy
     users = {}

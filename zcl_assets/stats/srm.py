@@ -73,7 +73,7 @@ def tuned_concentration(n_star, alpha: float = SRM_ALPHA) -> np.ndarray:
 
     Examples:
         >>> round(float(tuned_concentration(10_000, 0.01)), 1)
-        866.4
+        866.0
     """
     alpha = check_alpha(alpha)
     n = as_float(n_star)

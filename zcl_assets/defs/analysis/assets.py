@@ -171,15 +171,15 @@ def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, w
     descriptive fixed-horizon figures labelled by method (Miettinen-Nurminen score with Fisher's exact test
     for small tables, Welch, delta method); SRM (sequential, chi-square beside it), drift, outcome imbalance
     and contract violations; information fraction, power reached for the MDE, days to the plan, verified
-    share and users in both arms. Nights the schedule missed are caught up in the same pass; re-running a
-    night replaces its rows."""
+    share and users in both arms. Every night of every experiment (each day its data changed, and tonight) is
+    recomputed from the staged data in one pass and replaces the stored looks, so corrections converge to a
+    fresh load and missed nights are caught up."""
     as_of = config.day()
     with warehouse.connect() as con:
         recreated = EXPERIMENT_ANALYSIS.ensure(con)
-        stored = con.execute("SELECT DISTINCT experiment_id, as_of FROM experiment_analysis").pl()
-        look = take_looks(con, as_of, stored=stored)
+        look = take_looks(con, as_of)
         nights = look.select("as_of").unique()
-        with transaction(con, look_batch=look, nights_batch=nights):
+        with transaction(con, look_batch=look):
             con.execute(load_sql("delete_looks"))
             con.execute(load_sql("insert_look"))
     latest = look.filter((pl.col("as_of") == pl.lit(as_of).str.to_date()) & pl.col("is_primary"))
