@@ -105,7 +105,10 @@ def welch(n_t, mean_t, var_t, n_c, mean_c, var_c, alpha: float = 0.05) -> WelchR
     ok = enough & (se > 0)
     se = np.where(ok, se, 1.0)
     a, b = np.where(ok, a, 1.0), np.where(ok, b, 1.0)
-    df = (a + b) ** 2 / (a**2 / (nt - 1) + b**2 / (nc - 1))
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # subnormal variances underflow
+        df = (a + b) ** 2 / (a**2 / (nt - 1) + b**2 / (nc - 1))
+    ok = ok & np.isfinite(df)
+    df = np.where(ok, df, 1.0)
     diff = mean_t - mean_c
     tstat = np.where(ok, diff, 0.0) / se
     res = stats.ttest_ind_from_stats(
