@@ -183,8 +183,8 @@ def _fmt(expr: pl.Expr, digits: int = 3) -> pl.Expr:
     return expr.round_sig_figs(digits).cast(pl.String).fill_null("undefined")
 
 
-def _reasons() -> pl.Expr:
-    """The decision's reason in words, with the figures behind it."""
+def _reason_parts() -> tuple[pl.Expr, dict[int, pl.Expr]]:
+    """Which template each primary row's reason uses, and the templates (words with figures)."""
     level_pct = ((1 - pl.col("cs_level")) * 100).round(2).cast(pl.String)
     cs = pl.format("the {}% confidence sequence [{}, {}]", level_pct, _fmt(pl.col("cs_low"), 4), _fmt(pl.col("cs_high"), 4))
     padj = pl.format("Holm-adjusted anytime-valid p = {} against alpha share {}", _fmt(pl.col("cs_p_adjusted")),
@@ -198,31 +198,61 @@ def _reasons() -> pl.Expr:
         .then(pl.format(", about {} more days at the current traffic", pl.col("days_to_plan").cast(pl.Int64)))
         .otherwise(pl.lit("")),
     )
-    return (
-        pl.when(pl.col("decision_rule") == 1).then(
-            pl.when(pl.col("registration_refused")).then(pl.col("base_reason"))
-            .otherwise(pl.format("invalid since {}: {} (sticky until a reopened event)",
-                                 pl.col("invalid_since").cast(pl.String), pl.col("invalid_reason"))))
-        .when(pl.col("decision") == "reject").then(pl.format("{} lies entirely on the harmful side of zero ({})", cs, padj))
-        .when(pl.col("decision") == "adopt").then(pl.format(
-            "{} lies entirely on the beneficial side of zero ({}){}", cs, padj,
-            pl.when(pl.col("guardrail_status").is_not_null())
-            .then(pl.format("; guardrails: {}", pl.col("guardrail_status"))).otherwise(pl.lit(""))))
-        .when(pl.col("decision_rule") == 4).then(pl.format(
-            "{} is on the beneficial side of zero ({}), but adopt is {}: {}", cs, padj, pl.col("base_reason"),
-            pl.col("guardrail_status")))
-        .when(pl.col("decision") == "no_effect").then(pl.format(
-            "planned sample reached; {} lies inside (-MDE, +MDE) = (-{}, {})", cs, _fmt(pl.col("mde")), _fmt(pl.col("mde"))))
-        .when(pl.col("decision") == "inconclusive").then(pl.format(
-            "planned sample reached; {} neither excludes zero nor lies inside (-{}, {})", cs, _fmt(pl.col("mde")),
-            _fmt(pl.col("mde"))))
-        .when(pl.col("decision_rule") == 2).then(pl.format(
-            "{} (units {} / {}; {} days since the first assignment)", pl.col("base_reason"),
-            pl.col("n_control").cast(pl.Int64), pl.col("n_treatment").cast(pl.Int64),
-            pl.col("days_since_first_assignment").round(1).cast(pl.String).fill_null("no assignment yet")))
-        .when(pl.col("base_reason").str.starts_with("collecting")).then(pl.format("{}; {} includes zero", collecting, cs))
-        .otherwise(pl.col("base_reason"))
+    templates = {
+        1: pl.col("base_reason"),
+        2: pl.format("invalid since {}: {} (sticky until a reopened event)", pl.col("invalid_since").cast(pl.String),
+                     pl.col("invalid_reason")),
+        3: pl.format("{} lies entirely on the harmful side of zero ({})", cs, padj),
+        4: pl.format("{} lies entirely on the beneficial side of zero ({}){}", cs, padj,
+                     pl.when(pl.col("guardrail_status").is_not_null())
+                     .then(pl.format("; guardrails: {}", pl.col("guardrail_status"))).otherwise(pl.lit(""))),
+        5: pl.format("{} is on the beneficial side of zero ({}), but adopt is {}: {}", cs, padj, pl.col("base_reason"),
+                     pl.col("guardrail_status")),
+        6: pl.format("planned sample reached; {} lies inside (-MDE, +MDE) = (-{}, {})", cs, _fmt(pl.col("mde")),
+                     _fmt(pl.col("mde"))),
+        7: pl.format("planned sample reached; {} neither excludes zero nor lies inside (-{}, {})", cs,
+                     _fmt(pl.col("mde")), _fmt(pl.col("mde"))),
+        8: pl.format("{} (units {} / {}; {} days since the first assignment)", pl.col("base_reason"),
+                     pl.col("n_control").cast(pl.Int64), pl.col("n_treatment").cast(pl.Int64),
+                     pl.col("days_since_first_assignment").round(1).cast(pl.String).fill_null("no assignment yet")),
+        9: pl.format("{}; {} includes zero", collecting, cs),
+    }
+    which = (
+        pl.when(~pl.col("is_primary")).then(pl.lit(0))
+        .when(pl.col("decision_rule") == 1).then(pl.when(pl.col("registration_refused")).then(pl.lit(1)).otherwise(pl.lit(2)))
+        .when(pl.col("decision") == "reject").then(pl.lit(3))
+        .when(pl.col("decision") == "adopt").then(pl.lit(4))
+        .when(pl.col("decision_rule") == 4).then(pl.lit(5))
+        .when(pl.col("decision") == "no_effect").then(pl.lit(6))
+        .when(pl.col("decision") == "inconclusive").then(pl.lit(7))
+        .when(pl.col("decision_rule") == 2).then(pl.lit(8))
+        .when(pl.col("base_reason").str.starts_with("collecting")).then(pl.lit(9))
+        .otherwise(pl.lit(1))
     )
+    return which, templates
+
+
+def _reasons(frame: pl.DataFrame) -> pl.Series:
+    """The decision's reason in words, with the figures behind it, for every primary row.
+
+    Each template is formatted on the rows that use it only (a handful of templates, never a
+    loop over rows or experiments).
+    """
+    which, templates = _reason_parts()
+    needed = ["base_reason", "invalid_since", "invalid_reason", "cs_level", "cs_low", "cs_high", "cs_p_adjusted",
+              "alpha_share", "guardrail_status", "mde", "n_control", "n_treatment", "days_since_first_assignment",
+              "plan_reachable", "information_fraction", "days_to_plan", "is_primary", "decision_rule",
+              "registration_refused", "decision"]
+    keyed = frame.select(needed).with_columns(which.alias("_template"), pl.int_range(pl.len()).alias("_row"))
+    parts = [pl.DataFrame(schema={"_row": pl.Int64, "reason": pl.String})]
+    for key, template in templates.items():
+        sub = keyed.filter(pl.col("_template") == key)
+        if sub.height:
+            parts.append(sub.select(pl.col("_row").cast(pl.Int64), template.alias("reason")))
+    filled = pl.concat(parts)
+    out = pl.DataFrame({"_row": pl.int_range(frame.height, eager=True).cast(pl.Int64)}).join(
+        filled, on="_row", how="left", maintain_order="left")
+    return out.get_column("reason").alias("decision_reason")
 
 
 def analyse(inputs: LookInputs) -> pl.DataFrame:
@@ -473,10 +503,12 @@ def analyse(inputs: LookInputs) -> pl.DataFrame:
         pl.Series("decision_rule", decision.rule.astype(np.int64)),
         guardrail_status.alias("guardrail_status"),
     )
-    frame = frame.join(out_looks.select("experiment_id", "as_of", "status"), on=["experiment_id", "as_of"], how="left",
-                       maintain_order="left").fill_nan(None)
+    look_row = np.full(grid.shape, -1, dtype=np.int64)
+    look_row[grid.e(out_looks.get_column("experiment_id")), grid.d(out_looks.get_column("as_of"))] = \
+        np.arange(out_looks.height)
+    frame = frame.with_columns(out_looks.get_column("status").gather(look_row[e1, d1])).fill_nan(None)
     frame = frame.with_columns(
-        pl.when(pl.col("is_primary")).then(_reasons()).alias("decision_reason"),
+        _reasons(frame),
         pl.when(pl.col("is_primary")).then(pl.col("decision_rule")).alias("decision_rule"),
         pl.when(pl.col("is_primary")).then(pl.col("guardrail_status")).alias("guardrail_status"),
         pl.when(pl.col("is_primary")).then(pl.col("invalid_since")).alias("invalid_since"),
@@ -484,7 +516,6 @@ def analyse(inputs: LookInputs) -> pl.DataFrame:
     )
     srm_test = pl.when(pl.col("allocation") == "unknown").then(pl.lit("constancy (allocation unknown)")) \
         .otherwise(pl.lit("known allocation (Lindon-Malek)"))
-    return frame.with_columns(srm_test.alias("srm_test")).select(list(schema)).cast(schema, strict=False) \
-        .fill_nan(None).sort("as_of", "org_id", "experiment_id", pl.col("role") != "primary", "metric", "metric_kind",
-                             "treatment_arm")
+    # rows come ordered by comparison (experiment, role, metric, kind, arm) and night
+    return frame.with_columns(srm_test.alias("srm_test")).select(list(schema)).cast(schema, strict=False).fill_nan(None)
 

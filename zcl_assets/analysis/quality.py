@@ -180,9 +180,13 @@ def rule_one(
     total = grid.tensor((ve,), vd, violations.get_column("total").cast(pl.Float64).to_numpy(), (), carry=False)
     bad_c = grid.within_epoch(np.add, bad, 0.0)
     total_c = grid.within_epoch(np.add, total, 0.0)
-    rate = rate_exceeds(bad_c, total_c, VIOLATION_THRESHOLD)
-    with np.errstate(divide="ignore"):
-        viol_p = np.where(looked, _running_p(grid, np.log(np.asarray(rate.e_value, dtype=float))), np.nan)
+    viol_p = np.where(looked, 1.0, np.nan)
+    v_idx = np.flatnonzero((bad_c > 0).any(axis=1))  # no quarantined row, no evidence: p = 1
+    if v_idx.size:
+        rate = rate_exceeds(bad_c[v_idx], total_c[v_idx], VIOLATION_THRESHOLD)
+        with np.errstate(divide="ignore"):
+            log_e = np.log(np.asarray(rate.e_value, dtype=float))
+        viol_p[v_idx] = np.where(looked[v_idx], _running_p(Grid.subset(grid, v_idx), log_e), np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         viol_share = np.where(looked & (total_c > 0), bad_c / total_c, np.nan)
 
