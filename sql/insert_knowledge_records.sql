@@ -1,2 +1,2 @@
 -- Append only: records are never updated or deleted.
-INSERT INTO knowledge_records BY NAME SELECT *, now() AS recorded_at FROM records_batch
+INSERT INTO knowledge_records BY NAME SELECT *, current_timestamp AS recorded_at FROM records_batch

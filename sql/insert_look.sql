@@ -1,1 +1,1 @@
-INSERT INTO experiment_analysis BY NAME SELECT *, now() AS analysed_at FROM look_batch
+INSERT INTO experiment_analysis BY NAME SELECT *, current_timestamp AS analysed_at FROM look_batch

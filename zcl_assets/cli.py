@@ -132,11 +132,13 @@ def import_arm_snapshots_command(obj, file, **options) -> None:
 def import_bundled_command(obj, seed: int) -> None:
     """Land the bundled data: the ASOS experiments (CC BY 4.0) and simulated ZCL sessions."""
     from zcl_assets.importers.arm_snapshots import import_arm_snapshots
+    from zcl_assets.simulation.experience_loop import land_experience_loop
     from zcl_assets.simulation.sessions import simulate_sessions
 
     asos = bundled_dir() / "asos_digital_experiments" / "asos_digital_experiments_dataset.csv"
     snapshots = import_arm_snapshots(asos, obj["landing"], start_date=BUNDLED_ASOS_START)
     simulated = simulate_sessions(obj["landing"], seed=seed, start=BUNDLED_SIMULATION_START)
+    land_experience_loop(obj["landing"], seed=seed, start=BUNDLED_SIMULATION_START)  # seed week, memory on/off runs
     click.echo(
         f"landed ASOS: {len(snapshots.experiment_ids)} experiments; simulated: "
         f"{sum(simulated.records_written.values())} records in {len(simulated.experiments)} experiments -> {obj['landing']}"

@@ -7,6 +7,7 @@ import math
 import duckdb
 
 from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS
+from zcl_assets.reports.funnel import funnel_section, render_funnel_section
 
 # Derived from the table's one schema: the decision, its reason, the CS and the adjusted p lead.
 COMPARISON_COLUMNS = EXPERIMENT_ANALYSIS.report_columns
@@ -55,6 +56,7 @@ def look_summary(con: duckdb.DuckDBPyConnection, as_of: str | None = None) -> di
         "as_of": as_of,
         "experiments": [{"experiment_id": k, "comparisons": v} for k, v in experiments.items()],
         "quarantine": quarantine,
+        "funnel": funnel_section(con),
     }
 
 
@@ -109,4 +111,6 @@ def render_summary(summary: dict, primary_only: bool = True) -> str:
     lines.append(f"Quarantined rows by table: {quarantined or 'none'} (see table `quarantine` for rule and reason)")
     lines.append("Decisions read the anytime-valid confidence sequence at each comparison's Holm step (docs/statistics.md); "
                  "the 95% intervals and p-values after them are descriptive (fixed horizon) and never decide.")
+    if summary.get("funnel"):
+        lines.append(render_funnel_section(summary["funnel"]))
     return "\n".join(lines)
