@@ -11,7 +11,7 @@
 -- Exactness (a rerun is bit-identical): values are rounded once to the metric's resolution
 -- (registered frame analysed_metrics) and unit means to resolution / 1e6, and every sum is
 -- a HUGEINT, so the order of summation cannot change a result. Centered sums n*Q - S^2 are
--- computed exactly and fall back to doubles only if they would overflow 128 bits.
+-- computed exactly, in doubles only where n*Q would not fit in 128 bits.
 -- Registered frames: analysed_metrics(experiment_id, metric, resolution),
 -- segment_bounds(experiment_id, segment, starts_at).
 WITH registered AS (
@@ -82,20 +82,20 @@ WITH registered AS (
 SELECT experiment_id, arm, metric, segment, day,
        CAST(n AS BIGINT) AS n,
        CAST(sv AS DOUBLE) * resolution / 1000000 AS sum_v,
-       coalesce(TRY(CAST(n * sv2 - sv * sv AS DOUBLE)),
-                CAST(n AS DOUBLE) * CAST(sv2 AS DOUBLE) - CAST(sv AS DOUBLE) * CAST(sv AS DOUBLE))
+       CASE WHEN CAST(n AS DOUBLE) * CAST(sv2 AS DOUBLE) < 1e38 THEN CAST(n * sv2 - sv * sv AS DOUBLE)
+            ELSE CAST(n AS DOUBLE) * CAST(sv2 AS DOUBLE) - CAST(sv AS DOUBLE) * CAST(sv AS DOUBLE) END
            / CAST(n AS DOUBLE) * (resolution / 1000000) * (resolution / 1000000) AS m2_v,
        CAST(NULL AS DOUBLE) AS variance,
        CAST(sy AS DOUBLE) * resolution AS successes,
        CAST(sm AS DOUBLE) AS observations,
        CAST(sy AS DOUBLE) * resolution AS sum_y,
        CAST(sm AS DOUBLE) AS sum_m,
-       coalesce(TRY(CAST(n * sy2 - sy * sy AS DOUBLE)),
-                CAST(n AS DOUBLE) * CAST(sy2 AS DOUBLE) - CAST(sy AS DOUBLE) * CAST(sy AS DOUBLE))
+       CASE WHEN CAST(n AS DOUBLE) * CAST(sy2 AS DOUBLE) < 1e38 THEN CAST(n * sy2 - sy * sy AS DOUBLE)
+            ELSE CAST(n AS DOUBLE) * CAST(sy2 AS DOUBLE) - CAST(sy AS DOUBLE) * CAST(sy AS DOUBLE) END
            / CAST(n AS DOUBLE) * resolution * resolution AS c_yy,
        CAST(n * sm2 - sm * sm AS DOUBLE) / CAST(n AS DOUBLE) AS c_mm,
-       coalesce(TRY(CAST(n * sym - sy * sm AS DOUBLE)),
-                CAST(n AS DOUBLE) * CAST(sym AS DOUBLE) - CAST(sy AS DOUBLE) * CAST(sm AS DOUBLE))
+       CASE WHEN abs(CAST(n AS DOUBLE) * CAST(sym AS DOUBLE)) < 1e38 THEN CAST(n * sym - sy * sm AS DOUBLE)
+            ELSE CAST(n AS DOUBLE) * CAST(sym AS DOUBLE) - CAST(sy AS DOUBLE) * CAST(sm AS DOUBLE) END
            / CAST(n AS DOUBLE) * resolution AS c_ym
 FROM arm_path
 ORDER BY experiment_id, metric, arm, segment, day

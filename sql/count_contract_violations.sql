@@ -1,13 +1,11 @@
 -- Rows of each experiment per UTC day and epoch, and how many of them were quarantined:
 -- assignments (contract and experience stages) and outcomes of its sessions; for
--- aggregate exports, the snapshot rows of its primary metric. Registered frame:
--- epoch_bounds(experiment_id, epoch, starts_at).
+-- aggregate exports, the snapshot rows of its primary metric. Registered frames:
+-- epoch_bounds(experiment_id, epoch, starts_at); quarantined_keys(source_table, stage,
+-- partition_day, experiment_id, session_id, metric), the keys read from the quarantined
+-- records (look.py; a malformed record has none).
 WITH q AS (
-    SELECT source_table, stage, partition_day,
-           json_extract_string(record, '$.experiment_id') AS experiment_id,
-           json_extract_string(record, '$.session_id') AS session_id,
-           json_extract_string(record, '$.metric') AS metric
-    FROM quarantine WHERE json_valid(record) AND partition_day IS NOT NULL
+    SELECT * FROM quarantined_keys WHERE partition_day IS NOT NULL
 ), rows_of AS (
     SELECT experiment_id, partition_day AS day, 0 AS bad FROM staged_assignments
     UNION ALL

@@ -151,9 +151,15 @@ def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = F
     analysed = metrics.with_columns(pl.col("metric").replace_strict(
         {m: spec.resolution for m, spec in CATALOGUE.items()}, default=metric_spec("").resolution,
         return_dtype=pl.Float64).alias("resolution"))
+    records = con.execute(load_sql("select_quarantined_records")).pl()
+    keys = records.select(
+        "source_table", "stage", "partition_day",
+        *[pl.col("record").str.json_path_match(f"$.{k}").alias(k) for k in ("experiment_id", "session_id", "metric")],
+    )  # a malformed record (not JSON) has no keys: it belongs to no experiment
     con.register("analysed_metrics", analysed)
     con.register("segment_bounds", seg_bounds)
     con.register("epoch_bounds", epoch_bounds)
+    con.register("quarantined_keys", keys)
     try:
         unit_stats = con.execute(load_sql("aggregate_unit_statistics"), params).pl()
         assigned = con.execute(load_sql("count_assigned_units"), params).pl()
@@ -162,7 +168,7 @@ def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = F
         both = con.execute(load_sql("count_users_in_both_arms"), params).pl()
         first = con.execute(load_sql("select_first_assignments"), params).pl()
     finally:
-        for name in ("analysed_metrics", "segment_bounds", "epoch_bounds"):
+        for name in ("analysed_metrics", "segment_bounds", "epoch_bounds", "quarantined_keys"):
             con.unregister(name)
     binary = pl.col("metric").replace_strict({m: spec.binary for m, spec in CATALOGUE.items()}, default=False,
                                              return_dtype=pl.Boolean)
