@@ -54,7 +54,8 @@ def _analysis_keys() -> list[dg.AssetKey]:
     from zcl_assets.defs.funnel.assets import exploration_share, funnel
     from zcl_assets.defs.ingest.assets import landing_inventory
 
-    nightly = (landing_inventory, assets.verification_records, assets.experience, assets.experiment_plans, assets.experiment_analysis)
+    nightly = (landing_inventory, assets.verification_records, assets.experience, assets.experiment_plans,
+               assets.experiment_analysis, assets.knowledge_records)
     return [a.key for a in nightly] + [*funnel.keys, *experience_gain.keys, loop_health.key, exploration_share.key]
 
 

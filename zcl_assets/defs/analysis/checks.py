@@ -5,10 +5,7 @@ import dagster as dg
 from resources import Warehouse
 from sql import load_sql
 from zcl_assets.defs.analysis.assets import experience, experiment_analysis
-
-# Threshold on the anytime-valid SRM p-value (Lindon and Malek 2022); Kohavi, Tang and Xu
-# (2020) recommend flagging sample ratio mismatch at p < 0.001.
-SRM_THRESHOLD = 0.001
+from zcl_assets.stats.srm import SRM_ALPHA
 
 
 @dg.asset_check(
@@ -27,11 +24,12 @@ def assignment_conservation(warehouse: Warehouse) -> dg.AssetCheckResult:
 
 @dg.asset_check(
     asset=experiment_analysis,
-    description=f"Sample ratio on units matches the registered allocation (sequential SRM p >= {SRM_THRESHOLD}).",
+    description=f"Sample ratio on units matches the registered allocation, or stays constant when none was declared "
+    f"(sequential SRM p >= {SRM_ALPHA}, docs/statistics.md). A mismatch makes the experiment's decisions invalid.",
 )
 def sample_ratio(warehouse: Warehouse) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
-        rows = con.execute(load_sql("find_srm_comparisons"), {"threshold": SRM_THRESHOLD}).fetchall()
+        rows = con.execute(load_sql("find_srm_comparisons"), {"threshold": SRM_ALPHA}).fetchall()
     return dg.AssetCheckResult(
         passed=not rows,
         severity=dg.AssetCheckSeverity.WARN,
