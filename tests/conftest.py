@@ -5,6 +5,12 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from hypothesis import settings
+
+# Property tests are deterministic: examples derive from each test's own code, not from a
+# random seed or a database of earlier failures, so every run (and every mutant) sees the same.
+settings.register_profile("seeded", derandomize=True, database=None)
+settings.load_profile("seeded")
 
 # ../shared/data/real beside the checkout; ZCL_SHARED_DATA names it for a copy of the project
 # elsewhere (benchmarks/mutation.py runs the tests in one).
