@@ -7,10 +7,13 @@ Two kinds of mutant, one report:
   (an operator swapped, a constant moved by one, an argument dropped, a string altered) in
   every function of those folders. It runs the suite once to learn which tests call which
   function, then runs each mutant in a forked process against only those tests.
-- SQL (``sql/``): the planted changes listed in ``benchmarks/sql_mutants.py`` (a join key
+- SQL (``sql/``): the planted changes listed in ``benchmarks/planted_bugs.py`` (a join key
   flipped, a filter dropped, ``<`` made ``<=``, a rule left out), applied one at a time to a
   copy of the file; each runs the tests named beside it (fastest first, stopping at the first
   failure).
+- Wiring (``--folders wiring``, reported apart from the four folders): the bug each kind of
+  varied test data exists to catch (``WIRING_BUGS`` there), each run against the synthetic
+  end-to-end test alone.
 
 A mutant is killed when a test fails (a timeout counts as killed: the change was noticed).
 Everything runs in a scratch copy of the project (``data/mutation/project``) so the working
@@ -19,7 +22,7 @@ tests through ``ZCL_SHARED_DATA``. The figures and the surviving mutants (with t
 are printed and written to ``data/mutation/report.json``.
 
 Run: ``make mutation`` or ``python benchmarks/mutation.py [--folders stats analysis contracts
-sql] [--max-children N]``. It takes tens of minutes on 2 cores (``docs/testing.md`` has the
+sql wiring] [--max-children N]`` (default: the four folders). It takes tens of minutes on 2 cores (``docs/testing.md`` has the
 last figures and times); it is not part of ``make test``.
 """
 
@@ -38,10 +41,12 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from benchmarks.sql_mutants import SQL_MUTANTS, PlantedChange  # noqa: E402
+from benchmarks.planted_bugs import SQL_MUTANTS, WIRING_BUGS, PlantedChange  # noqa: E402
 
 PYTHON_FOLDERS = {"stats": "zcl_assets/stats", "analysis": "zcl_assets/analysis", "contracts": "contracts"}
-ALL_FOLDERS = (*PYTHON_FOLDERS, "sql")
+PLANTED = {"sql": SQL_MUTANTS, "wiring": WIRING_BUGS}
+ALL_FOLDERS = (*PYTHON_FOLDERS, *PLANTED)
+DEFAULT_FOLDERS = (*PYTHON_FOLDERS, "sql")
 KILLED = {"killed", "timeout"}
 
 
@@ -107,17 +112,17 @@ def apply_change(text: str, change: PlantedChange) -> str:
     """``text`` with the planted change made; raises ``ValueError`` unless it matches once."""
     count = text.count(change.find)
     if count != 1:
-        raise ValueError(f"{change.name}: the text to change occurs {count} times in sql/{change.file}, not once")
+        raise ValueError(f"{change.name}: the text to change occurs {count} times in {change.file}, not once")
     return text.replace(change.find, change.replace)
 
 
-def run_sql_mutants(copy: Path, log: Path) -> list[dict]:
-    """Apply each planted SQL change in ``copy`` alone, run its tests, restore the file."""
+def run_planted(copy: Path, folder: str, log: Path) -> list[dict]:
+    """Apply each planted change of ``folder`` in ``copy`` alone, run its tests, restore the file."""
     env = test_environment(copy)
     records = []
     with log.open("w") as out:
-        for change in SQL_MUTANTS:
-            path = copy / "sql" / change.file
+        for change in PLANTED[folder]:
+            path = copy / change.file
             original = path.read_text()
             path.write_text(apply_change(original, change))
             started = time.perf_counter()
@@ -131,21 +136,21 @@ def run_sql_mutants(copy: Path, log: Path) -> list[dict]:
                 path.write_text(original)
             status = {0: "survived", 1: "killed"}.get(code, f"error (pytest exit {code})")
             seconds = time.perf_counter() - started
-            print(f"  sql {change.name}: {status} ({seconds:.0f} s)", flush=True)
-            records.append({"name": change.name, "folder": "sql", "status": status, "seconds": round(seconds, 1),
-                            "diff": f"sql/{change.file}: {change.find!r} -> {change.replace!r}", "why": change.why})
+            print(f"  {folder} {change.name}: {status} ({seconds:.0f} s)", flush=True)
+            records.append({"name": change.name, "folder": folder, "status": status, "seconds": round(seconds, 1),
+                            "diff": f"{change.file}: {change.find!r} -> {change.replace!r}", "why": change.why})
     return records
 
 
-def check_sql_baseline(copy: Path) -> None:
-    """The SQL mutants' tests must pass on the unchanged copy, or a kill means nothing."""
-    tests = sorted({t for change in SQL_MUTANTS for t in change.tests})
+def check_baseline(copy: Path, folder: str) -> None:
+    """The planted changes' tests must pass on the unchanged copy, or a kill means nothing."""
+    for change in PLANTED[folder]:
+        apply_change((copy / change.file).read_text(), change)
+    tests = sorted({t for change in PLANTED[folder] for t in change.tests})
     code = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
                           cwd=copy, env=test_environment(copy), capture_output=True, text=True)
     if code.returncode != 0:
-        raise SystemExit(f"the SQL mutants' tests fail on the unchanged project:\n{code.stdout[-3000:]}")
-    for change in SQL_MUTANTS:
-        apply_change((copy / "sql" / change.file).read_text(), change)
+        raise SystemExit(f"the {folder} mutants' tests fail on the unchanged project:\n{code.stdout[-3000:]}")
 
 
 def summarize(records: list[dict], folders: list[str]) -> list[dict]:
@@ -154,14 +159,14 @@ def summarize(records: list[dict], folders: list[str]) -> list[dict]:
     for folder in folders:
         mine = [r for r in records if r["folder"] == folder]
         killed = sum(r["status"] in KILLED for r in mine)
-        rows.append({"folder": PYTHON_FOLDERS.get(folder, "sql"), "killed": killed, "total": len(mine),
+        rows.append({"folder": PYTHON_FOLDERS.get(folder, folder), "killed": killed, "total": len(mine),
                      "score": killed / len(mine) if mine else float("nan")})
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--folders", nargs="+", choices=ALL_FOLDERS, default=list(ALL_FOLDERS))
+    parser.add_argument("--folders", nargs="+", choices=ALL_FOLDERS, default=list(DEFAULT_FOLDERS))
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--workdir", type=Path, default=PROJECT / "data" / "mutation")
     args = parser.parse_args()
@@ -177,12 +182,15 @@ def main() -> None:
               flush=True)
         records += run_python_mutants(copy, python_folders, args.max_children, args.workdir / "mutmut.log")
         seconds["python"] = round(time.perf_counter() - started)
-    if "sql" in args.folders:
+    for folder in PLANTED:
+        if folder not in args.folders:
+            continue
         started = time.perf_counter()
-        print(f"{len(SQL_MUTANTS)} planted SQL changes (log: {args.workdir / 'sql.log'})", flush=True)
-        check_sql_baseline(copy)
-        records += run_sql_mutants(copy, args.workdir / "sql.log")
-        seconds["sql"] = round(time.perf_counter() - started)
+        log = args.workdir / f"{folder}.log"
+        print(f"{len(PLANTED[folder])} planted {folder} changes (log: {log})", flush=True)
+        check_baseline(copy, folder)
+        records += run_planted(copy, folder, log)
+        seconds[folder] = round(time.perf_counter() - started)
 
     rows = summarize(records, args.folders)
     print("\nfolder                 killed / total   score")
