@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -85,18 +87,77 @@ def folder_of(mutant: str) -> str | None:
     return None
 
 
-def run_python_mutants(copy: Path, folders: list[str], max_children: int, log: Path) -> list[dict]:
-    """Run mutmut in ``copy``; return one record per mutant of ``folders``: name, folder, status, diff."""
-    env = test_environment(copy)
+# mutmut's runner, with the tests of each mutant ordered fastest first (durations from its own
+# stats run), so that a mutant a unit test kills never waits for an end-to-end test.
+RUN_MUTMUT = """
+import sys
+from mutmut.runners import harness
+from mutmut.state import state
+
+_regular = harness.PytestRunner._pytest_args_regular_run
+
+def _fastest_first(self, tests):
+    durations = state().duration_by_test
+    return _regular(self, sorted(tests, key=lambda t: (durations.get(t, 0.0), t)))
+
+harness.PytestRunner._pytest_args_regular_run = _fastest_first
+from mutmut.__main__ import cli
+sys.exit(cli())
+"""
+
+# Mutant generation alone (mutmut's first step), writing every mutant's name to a file.
+GENERATE = """
+import json, os, sys
+from mutmut.__main__ import copy_also_copy_files, copy_src_dir, create_mutants, setup_source_paths
+from mutmut.mutation.data import SourceFileMutationData
+from mutmut.mutation.trampoline import set_mutant_under_test
+from mutmut.utils.file_utils import walk_mutatable_files
+
+set_mutant_under_test("mutant_generation")
+os.makedirs("mutants", exist_ok=True)
+copy_src_dir(); copy_also_copy_files(); setup_source_paths(); create_mutants(int(sys.argv[1]))
+names = []
+for path in walk_mutatable_files():
+    data = SourceFileMutationData(path=path)
+    data.load()
+    names += list(data.exit_code_by_key)
+with open(sys.argv[2], "w") as out:
+    json.dump(names, out)
+"""
+
+
+def sample_mutants(copy: Path, folders: list[str], size: int, seed: int, max_children: int, log: Path) -> dict:
+    """Generate every mutant; return ``{"all": {folder: count}, "sample": [names]}``, a seeded
+    random sample of ``size`` mutants per folder (all of a folder's mutants when it has fewer)."""
+    listing = log.with_suffix(".names.json")
     with log.open("w") as out:
-        subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)],
+        subprocess.run([sys.executable, "-c", GENERATE, str(max_children), str(listing)], cwd=copy,
+                       env=test_environment(copy), stdout=out, stderr=subprocess.STDOUT, check=True)
+    names = json.loads(listing.read_text())
+    rng = random.Random(seed)
+    counts, chosen = {}, []
+    for folder in folders:
+        mine = sorted(n for n in names if folder_of(n) == folder)
+        counts[folder] = len(mine)
+        chosen += rng.sample(mine, min(size, len(mine)))
+    return {"all": counts, "sample": chosen}
+
+
+def run_python_mutants(copy: Path, folders: list[str], max_children: int, log: Path,
+                       names: list[str] | None = None) -> list[dict]:
+    """Run mutmut in ``copy`` (on ``names`` only, if given); return one record per mutant of
+    ``folders``: name, folder, status, and the diff of a survivor."""
+    env = test_environment(copy)
+    with log.open("a") as out:
+        subprocess.run([sys.executable, "-c", RUN_MUTMUT, "run", "--max-children", str(max_children), *(names or [])],
                        cwd=copy, env=env, stdout=out, stderr=subprocess.STDOUT, check=True)
     listing = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"],
                              cwd=copy, env=env, capture_output=True, text=True, check=True).stdout
+    wanted = set(names) if names else None
     records = []
     for line in listing.splitlines():
         match = re.fullmatch(r"\s*(\S+): (.+)", line)
-        if not match or folder_of(match[1]) not in folders:
+        if not match or folder_of(match[1]) not in folders or (wanted is not None and match[1] not in wanted):
             continue
         records.append({"name": match[1], "folder": folder_of(match[1]), "status": match[2].strip()})
     for record in records:
@@ -106,6 +167,16 @@ def run_python_mutants(copy: Path, folders: list[str], max_children: int, log: P
             record["diff"] = "\n".join(line for line in shown.splitlines()
                                        if line[:1] in "+-" and not line.startswith(("+++", "---")))
     return records
+
+
+def wilson(killed: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson 95% interval of a proportion (Wilson 1927), for a sampled score."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = killed / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
 
 
 def apply_change(text: str, change: PlantedChange) -> str:
@@ -153,14 +224,16 @@ def check_baseline(copy: Path, folder: str) -> None:
         raise SystemExit(f"the {folder} mutants' tests fail on the unchanged project:\n{code.stdout[-3000:]}")
 
 
-def summarize(records: list[dict], folders: list[str]) -> list[dict]:
-    """Killed / total and score per folder."""
+def summarize(records: list[dict], folders: list[str], population: dict[str, int]) -> list[dict]:
+    """Killed / run, score, its Wilson interval when sampled, and the folder's mutant count."""
     rows = []
     for folder in folders:
         mine = [r for r in records if r["folder"] == folder]
         killed = sum(r["status"] in KILLED for r in mine)
-        rows.append({"folder": PYTHON_FOLDERS.get(folder, folder), "killed": killed, "total": len(mine),
-                     "score": killed / len(mine) if mine else float("nan")})
+        low, high = wilson(killed, len(mine))
+        rows.append({"folder": PYTHON_FOLDERS.get(folder, folder), "killed": killed, "run": len(mine),
+                     "mutants": population.get(folder, len(mine)), "score": killed / len(mine) if mine else float("nan"),
+                     "score_low": low, "score_high": high})
     return rows
 
 
@@ -169,18 +242,26 @@ def main() -> None:
     parser.add_argument("--folders", nargs="+", choices=ALL_FOLDERS, default=list(DEFAULT_FOLDERS))
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--workdir", type=Path, default=PROJECT / "data" / "mutation")
+    parser.add_argument("--sample", type=int, default=None,
+                        help="run a seeded random sample of this many mutants per Python folder (default: all)")
+    parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args()
 
     args.workdir.mkdir(parents=True, exist_ok=True)
     copy = args.workdir / "project"
     copy_project(copy)
-    records, seconds = [], {}
+    records, seconds, population = [], {}, {}
     python_folders = [f for f in args.folders if f in PYTHON_FOLDERS]
     if python_folders:
         started = time.perf_counter()
-        print(f"mutmut on {', '.join(PYTHON_FOLDERS[f] for f in python_folders)} (log: {args.workdir / 'mutmut.log'})",
-              flush=True)
-        records += run_python_mutants(copy, python_folders, args.max_children, args.workdir / "mutmut.log")
+        log = args.workdir / "mutmut.log"
+        print(f"mutmut on {', '.join(PYTHON_FOLDERS[f] for f in python_folders)} (log: {log})", flush=True)
+        names = None
+        if args.sample:
+            drawn = sample_mutants(copy, python_folders, args.sample, args.seed, args.max_children, log)
+            population, names = drawn["all"], drawn["sample"]
+            print(f"  mutants per folder: {population}; a sample of {args.sample} each (seed {args.seed})", flush=True)
+        records += run_python_mutants(copy, python_folders, args.max_children, log, names)
         seconds["python"] = round(time.perf_counter() - started)
     for folder in PLANTED:
         if folder not in args.folders:
@@ -192,16 +273,17 @@ def main() -> None:
         records += run_planted(copy, folder, log)
         seconds[folder] = round(time.perf_counter() - started)
 
-    rows = summarize(records, args.folders)
-    print("\nfolder                 killed / total   score")
+    rows = summarize(records, args.folders, population)
+    print("\nfolder                 killed / run      score   (95% interval)   mutants")
     for row in rows:
-        print(f"{row['folder']:<22} {row['killed']:>6} / {row['total']:<6} {row['score']:7.1%}")
+        interval = f"({row['score_low']:.1%} - {row['score_high']:.1%})" if row["run"] < row["mutants"] else ""
+        print(f"{row['folder']:<22} {row['killed']:>6} / {row['run']:<6} {row['score']:7.1%}   {interval:<16} {row['mutants']:>7}")
     print("seconds: " + ", ".join(f"{k} {v}" for k, v in seconds.items()))
     survivors = [r for r in records if r["status"] not in KILLED]
     print(f"\n{len(survivors)} surviving mutants:")
     for r in survivors:
         print(f"- {r['name']} ({r['status']})\n    " + r.get("diff", "").replace("\n", "\n    "))
-    report = {"summary": rows, "seconds": seconds, "survivors": survivors,
+    report = {"summary": rows, "seconds": seconds, "sample": args.sample, "seed": args.seed, "survivors": survivors,
               "mutants": [{k: r[k] for k in ("name", "folder", "status")} for r in records]}
     (args.workdir / "report.json").write_text(json.dumps(report, indent=1))
 
