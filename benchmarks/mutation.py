@@ -126,13 +126,16 @@ with open(sys.argv[2], "w") as out:
 """
 
 
-def sample_mutants(copy: Path, folders: list[str], size: int, seed: int, max_children: int, log: Path) -> dict:
+def sample_mutants(copy: Path, folders: list[str], size: int, seed: int, max_children: int, log: Path,
+                   resume: bool = False) -> dict:
     """Generate every mutant; return ``{"all": {folder: count}, "sample": [names]}``, a seeded
-    random sample of ``size`` mutants per folder (all of a folder's mutants when it has fewer)."""
+    random sample of ``size`` mutants per folder (all of a folder's mutants when it has fewer).
+    ``resume``: the mutants of an earlier run in ``copy`` are kept."""
     listing = log.with_suffix(".names.json")
-    with log.open("w") as out:
-        subprocess.run([sys.executable, "-c", GENERATE, str(max_children), str(listing)], cwd=copy,
-                       env=test_environment(copy), stdout=out, stderr=subprocess.STDOUT, check=True)
+    if not (resume and listing.exists()):
+        with log.open("w") as out:
+            subprocess.run([sys.executable, "-c", GENERATE, str(max_children), str(listing)], cwd=copy,
+                           env=test_environment(copy), stdout=out, stderr=subprocess.STDOUT, check=True)
     names = json.loads(listing.read_text())
     rng = random.Random(seed)
     counts, chosen = {}, []
@@ -143,14 +146,27 @@ def sample_mutants(copy: Path, folders: list[str], size: int, seed: int, max_chi
     return {"all": counts, "sample": chosen}
 
 
+def mutmut_results(copy: Path) -> dict[str, str]:
+    """Status of every mutant in ``copy`` (``not checked`` before it ran)."""
+    listing = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"],
+                             cwd=copy, env=test_environment(copy), capture_output=True, text=True, check=True).stdout
+    return {m[1]: m[2].strip() for m in re.finditer(r"(?m)^\s*(\S+): (.+)$", listing)}
+
+
 def run_python_mutants(copy: Path, folders: list[str], max_children: int, log: Path,
                        names: list[str] | None = None) -> list[dict]:
-    """Run mutmut in ``copy`` (on ``names`` only, if given); return one record per mutant of
-    ``folders``: name, folder, status, and the diff of a survivor."""
+    """Run mutmut in ``copy`` (on ``names`` only, if given, and of those only the ones not
+    checked yet); return one record per mutant of ``folders``: name, folder, status, and the
+    diff of a survivor."""
     env = test_environment(copy)
-    with log.open("a") as out:
-        subprocess.run([sys.executable, "-c", RUN_MUTMUT, "run", "--max-children", str(max_children), *(names or [])],
-                       cwd=copy, env=env, stdout=out, stderr=subprocess.STDOUT, check=True)
+    todo = names
+    if names:
+        status = mutmut_results(copy)
+        todo = [n for n in names if status.get(n, "not checked") == "not checked"]
+    if todo or not names:
+        with log.open("a") as out:
+            subprocess.run([sys.executable, "-c", RUN_MUTMUT, "run", "--max-children", str(max_children), *(todo or [])],
+                           cwd=copy, env=env, stdout=out, stderr=subprocess.STDOUT, check=True)
     listing = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"],
                              cwd=copy, env=env, capture_output=True, text=True, check=True).stdout
     wanted = set(names) if names else None
@@ -245,11 +261,17 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=None,
                         help="run a seeded random sample of this many mutants per Python folder (default: all)")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with the mutants of the last run in --workdir (its copy of the project is kept)")
     args = parser.parse_args()
 
     args.workdir.mkdir(parents=True, exist_ok=True)
     copy = args.workdir / "project"
-    copy_project(copy)
+    if args.resume and (copy / "mutants").exists():
+        shutil.copy2(PROJECT / "pyproject.toml", copy / "pyproject.toml")  # settings may have changed
+    else:
+        args.resume = False
+        copy_project(copy)
     records, seconds, population = [], {}, {}
     python_folders = [f for f in args.folders if f in PYTHON_FOLDERS]
     if python_folders:
@@ -258,7 +280,7 @@ def main() -> None:
         print(f"mutmut on {', '.join(PYTHON_FOLDERS[f] for f in python_folders)} (log: {log})", flush=True)
         names = None
         if args.sample:
-            drawn = sample_mutants(copy, python_folders, args.sample, args.seed, args.max_children, log)
+            drawn = sample_mutants(copy, python_folders, args.sample, args.seed, args.max_children, log, args.resume)
             population, names = drawn["all"], drawn["sample"]
             print(f"  mutants per folder: {population}; a sample of {args.sample} each (seed {args.seed})", flush=True)
         records += run_python_mutants(copy, python_folders, args.max_children, log, names)
