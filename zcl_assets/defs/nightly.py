@@ -15,7 +15,7 @@ from zcl_assets.defs.ingest.partitions import landing_days
 from zcl_assets.ingest.changes import changed_days, contiguous_blocks
 
 INGEST = dg.AssetSelection.groups("landing", "staging") - dg.AssetSelection.assets("landing_inventory")
-ANALYSIS = dg.AssetSelection.groups("experience", "analysis") | dg.AssetSelection.assets("landing_inventory")
+ANALYSIS = dg.AssetSelection.groups("experience", "analysis") | dg.AssetSelection.assets("landing_inventory", "analysis_report")
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"
 
@@ -62,8 +62,10 @@ def plan_requests(landing: LandingStore, warehouse: Warehouse, as_of: str) -> li
 def _analysis_keys() -> list[dg.AssetKey]:
     from zcl_assets.defs.analysis import assets
     from zcl_assets.defs.ingest.assets import landing_inventory
+    from zcl_assets.defs.reports.assets import analysis_report
 
-    nightly = (landing_inventory, assets.verification_records, assets.experience, assets.experiment_plans, assets.experiment_analysis)
+    nightly = (landing_inventory, assets.verification_records, assets.experience, assets.experiment_plans, assets.experiment_analysis,
+               analysis_report)
     return [a.key for a in nightly]
 
 

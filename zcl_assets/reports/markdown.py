@@ -1,10 +1,20 @@
-"""Text renderings of tables for the UI (Markdown metadata) and the command line."""
+"""Markdown renderings for the UI: tables, and one experiment's verdict with its plots."""
 
 from __future__ import annotations
 
+import base64
 import math
 
 import polars as pl
+
+from zcl_assets.reports.experiments import ExperimentView
+from zcl_assets.reports.formatting import (
+    direction_words,
+    interval,
+    p_value,
+    progress_sentence,
+)
+from zcl_assets.reports.methods import DECIDING_INTERVAL, method_name
 
 
 def _cell(value: object) -> str:
@@ -25,3 +35,54 @@ def markdown_table(frame: pl.DataFrame) -> str:
     rule = "|" + "---|" * frame.width
     rows = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in frame.iter_rows()]
     return "\n".join([header, rule, *rows])
+
+
+def png_image(png: bytes, alt: str) -> str:
+    """A Markdown image embedding ``png`` as a ``data:`` URI (the Dagster UI renders these)."""
+    return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
+
+
+INLINE_LIMIT = 1000
+"""The Dagster UI shows a Markdown entry inline only below this many characters (else behind a button)."""
+
+
+def verdict_markdown(view: ExperimentView, limit: int = INLINE_LIMIT) -> str:
+    """The verdict in a few lines (under ``limit`` characters, so the UI shows it inline): decision
+    badge and reason, each primary comparison's deciding interval with its method, SRM status,
+    progress to the plan and days left. Details shorten first when it would be longer."""
+    decision = view.decision
+    reason = view.decision_reason
+    tail = [
+        f"**SRM {view.srm_status.upper() if view.srm_alarm else view.srm_status}** (sequential p = {p_value(view.srm_p)})",
+        f"**Plan:** {progress_sentence(view)}",
+    ]
+    comparisons = [
+        f"{r['treatment_arm']} vs {r['control_arm']} **{interval(r['cs_low'], r['cs_high'])}**" for r in view.primary_rows()
+    ]
+    method = method_name(DECIDING_INTERVAL, cite=True)
+    direction = direction_words(view.direction_of(view.primary_metric))
+    for keep_reason in (True, False):
+        head = f"**Decision: {decision.upper()}**" + (f" ({reason})" if reason and keep_reason else "")
+        interval_line = (
+            f"**Deciding interval** of {view.primary_metric} ({direction}), {method}: " + "; ".join(comparisons)
+        )
+        text = "\n\n".join([head, interval_line, " \u00b7 ".join(tail)])
+        if len(text) < limit:
+            return text
+    return "\n\n".join([f"**Decision: {decision.upper()}**", " \u00b7 ".join(tail)])[: limit - 1]
+
+
+def plots_markdown(view: ExperimentView, forest_png: bytes, history_png: bytes) -> str:
+    """The forest plot and the look history as Markdown images (PNG ``data:`` URIs), with captions."""
+    return "\n\n".join([
+        (
+            f"**Forest plot** of the look of {view.as_of}: every metric and comparison; thick bar = confidence "
+            "sequence (decides), thin bar = descriptive 95% interval, grey band = plus or minus the MDE."
+        ),
+        png_image(forest_png, f"forest plot of {view.experiment_id}"),
+        (
+            f"**Look history** of the primary metric over {view.looks} look{'s' if view.looks != 1 else ''}: the "
+            "confidence sequence narrows as units accrue toward the planned sample."
+        ),
+        png_image(history_png, f"look history of {view.experiment_id}"),
+    ])

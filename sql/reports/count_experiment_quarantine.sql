@@ -1,0 +1,17 @@
+-- Quarantined and excluded rows by experiment, stage, table and rule. A row names its
+-- experiment in its record (assignments, registrations, events, snapshots) or through its
+-- session's assignment (sessions, outcomes); a row naming neither (e.g. unparseable text)
+-- has a NULL experiment_id.
+WITH parsed AS (
+    SELECT source_table, stage, rule,
+           CASE WHEN json_valid(record) THEN json_extract_string(record, '$.experiment_id') END AS named_experiment,
+           CASE WHEN json_valid(record) THEN json_extract_string(record, '$.session_id') END AS session_id
+    FROM quarantine
+), session_experiments AS (
+    SELECT session_id, min(experiment_id) AS experiment_id FROM staged_assignments GROUP BY session_id
+)
+SELECT coalesce(p.named_experiment, s.experiment_id) AS experiment_id, p.stage, p.source_table, p.rule, count(*) AS rows
+FROM parsed p
+LEFT JOIN session_experiments s ON p.named_experiment IS NULL AND p.session_id = s.session_id
+GROUP BY ALL
+ORDER BY experiment_id, stage, source_table, rule

@@ -1,0 +1,85 @@
+"""The analyst's view in the Dagster UI.
+
+``analysis_report`` (downstream of ``experiment_analysis``, in the nightly job) reads the look
+just taken and reports one materialization of ``experiment_report`` per experiment: the
+experiment is a dynamic partition of ``experiment_report``, so every experiment has its own
+page (asset ``experiment_report`` -> Partitions -> the experiment) with its decision, intervals,
+plots, SRM, progress and rejected rows, and its history over nights. ``analysis_report`` itself
+lists every experiment in attention order and writes the HTML report of the night.
+"""
+
+
+from pathlib import Path
+
+import dagster as dg
+
+from resources import Warehouse
+from zcl_assets.defs.analysis.assets import experiment_analysis, materialized_look
+from zcl_assets.defs.reports.metadata import experiment_metadata, overview_table
+from zcl_assets.reports.experiments import ATTENTION_ORDER, load_views
+from zcl_assets.reports.html import render_html
+from zcl_assets.reports.plots import forest_plot, look_history
+
+experiment_partitions = dg.DynamicPartitionsDefinition(name="experiment")
+
+experiment_report = dg.AssetSpec(
+    key="experiment_report",
+    deps=["analysis_report"],
+    partitions_def=experiment_partitions,
+    group_name="reports",
+    kinds={"matplotlib"},
+    description=(
+        "One page per experiment (a partition per experiment id): decision and reason, per-arm figures, "
+        "each comparison's deciding confidence sequence beside its descriptive interval, a forest plot and the "
+        "look history, SRM status, progress to the planned sample and days left, quarantined and excluded "
+        "rows, verified share. Written by `analysis_report` after every look; open Partitions and pick the "
+        "experiment."
+    ),
+)
+
+
+def report_path(warehouse: Warehouse, as_of: str) -> Path:
+    """Where the night's HTML report is written: ``reports/look-<as_of>.html`` beside the warehouse."""
+    return Path(warehouse.path).resolve().parent / "reports" / f"look-{as_of}.html"
+
+
+@dg.asset(
+    deps=[experiment_analysis],
+    group_name="reports",
+    kinds={"duckdb", "matplotlib"},
+    pool="duckdb",
+)
+def analysis_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
+    """The night's report: every analysed experiment in attention order (invalid, decided, continuing) with
+    its decision, deciding interval, progress and SRM status; one `experiment_report` page per experiment;
+    the self-contained HTML report of the look in `reports/` beside the warehouse."""
+    as_of = materialized_look(context.instance)
+    with warehouse.connect(read_only=True) as con:
+        views = load_views(con, as_of)
+    known = set(context.instance.get_dynamic_partitions(experiment_partitions.name))
+    new = [v.experiment_id for v in views if v.experiment_id not in known]
+    if new:
+        context.instance.add_dynamic_partitions(experiment_partitions.name, new)
+    plots = {}
+    for view in views:
+        plots[view.experiment_id] = (forest_plot(view), look_history(view))
+        context.log_event(
+            dg.AssetMaterialization(
+                asset_key=experiment_report.key,
+                partition=view.experiment_id,
+                metadata=experiment_metadata(view, *plots[view.experiment_id]),
+            )
+        )
+    path = report_path(warehouse, as_of or views[0].as_of)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(views, plots), encoding="utf-8")
+    counts = {group: sum(v.attention == group for v in views) for group in ATTENTION_ORDER}
+    return dg.MaterializeResult(
+        metadata={
+            "as_of": as_of or "",
+            "experiments": dg.MetadataValue.table(*overview_table(views)),
+            **{f"experiments_{group.replace(' ', '_')}": n for group, n in counts.items()},
+            "html_report": dg.MetadataValue.path(str(path)),
+            "dagster/row_count": len(views),
+        }
+    )
