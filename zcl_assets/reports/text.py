@@ -178,7 +178,7 @@ def render_experiment(view: ExperimentView, all_metrics: bool = False) -> list[s
     looks = f"{view.looks} look{'s' if view.looks != 1 else ''}"
     lines = wrap(
         f"{view.experiment_id} [{badge}] {view.org_id} / {view.task_type}, kind {view.kind}, "
-        f"{view.registration['randomization_unit']}-randomized, look of {view.as_of} ({looks})"
+        f"{view.registration['randomization_unit']}-randomized, " + glue(f"look of {view.as_of} ({looks})")
     )
     reason = view.decision_reason
     lines += wrap(f"Decision: {view.decision}" + (f" ({reason})" if reason else ""), INDENT)
