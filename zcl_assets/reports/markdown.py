@@ -47,29 +47,27 @@ INLINE_LIMIT = 1000
 
 
 def verdict_markdown(view: ExperimentView, limit: int = INLINE_LIMIT) -> str:
-    """The verdict in a few lines (under ``limit`` characters, so the UI shows it inline): decision
-    badge and reason, each primary comparison's deciding interval with its method, SRM status,
-    progress to the plan and days left. Details shorten first when it would be longer."""
-    decision = view.decision
+    """The verdict in short lines (under ``limit`` characters, so the UI shows it inline): decision
+    and reason, each primary comparison's deciding interval with its method, SRM status, progress
+    to the plan and days left. The reason is dropped first when it would be longer."""
+    decision = view.decision.upper()
     reason = view.decision_reason
-    tail = [
-        f"**SRM {view.srm_status.upper() if view.srm_alarm else view.srm_status}** (sequential p = {p_value(view.srm_p)})",
+    srm = view.srm_status.upper() if view.srm_alarm else view.srm_status
+    comparisons = [
+        f"{r['treatment_arm']} vs {r['control_arm']}: **{interval(r['cs_low'], r['cs_high'])}**" for r in view.primary_rows()
+    ]
+    direction = direction_words(view.direction_of(view.primary_metric))
+    body = [
+        f"**Deciding interval** of {view.primary_metric} ({direction}): {method_name(DECIDING_INTERVAL, cite=True)}",
+        "; ".join(comparisons),
+        f"**SRM {srm}** (sequential p = {p_value(view.srm_p)}), look of {view.as_of}",
         f"**Plan:** {progress_sentence(view)}",
     ]
-    comparisons = [
-        f"{r['treatment_arm']} vs {r['control_arm']} **{interval(r['cs_low'], r['cs_high'])}**" for r in view.primary_rows()
-    ]
-    method = method_name(DECIDING_INTERVAL, cite=True)
-    direction = direction_words(view.direction_of(view.primary_metric))
-    for keep_reason in (True, False):
-        head = f"**Decision: {decision.upper()}**" + (f" ({reason})" if reason and keep_reason else "")
-        interval_line = (
-            f"**Deciding interval** of {view.primary_metric} ({direction}), {method}: " + "; ".join(comparisons)
-        )
-        text = "\n\n".join([head, interval_line, " \u00b7 ".join(tail)])
+    for head in (f"**Decision: {decision}**" + (f" ({reason})" if reason else ""), f"**Decision: {decision}**"):
+        text = "\n\n".join([head, *body])
         if len(text) < limit:
             return text
-    return "\n\n".join([f"**Decision: {decision.upper()}**", " \u00b7 ".join(tail)])[: limit - 1]
+    return "\n\n".join([f"**Decision: {decision}**", *body[2:]])[: limit - 1]
 
 
 def plots_markdown(view: ExperimentView, forest_png: bytes, history_png: bytes) -> str:

@@ -121,6 +121,8 @@ def look_history(view: ExperimentView) -> bytes:
         rows = history.filter(pl.col("treatment_arm") == arm) if arm else history
         _history_panel(ax, view, arm, rows)
     axes[-1, 0].xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False, fontsize=8)
     fig.autofmt_xdate(rotation=0, ha="center")
     looks = view.looks
     fig.suptitle(
@@ -128,7 +130,7 @@ def look_history(view: ExperimentView) -> bytes:
         f"({direction_words(view.direction_of(view.primary_metric))})",
         fontsize=9.5,
     )
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.tight_layout(rect=(0, 0.07 if len(arms) == 1 else 0.04, 1, 0.95))
     return _png(fig)
 
 
@@ -158,7 +160,6 @@ def _history_panel(ax: Axes, view: ExperimentView, arm: str | None, rows: pl.Dat
         note = "planned sample: " + (view.plan_reason or "not reachable")
     ax.set_title(f"{arm} vs {view.control_arm}: {note}" if arm else note, fontsize=8.5, loc="left")
     ax.tick_params(labelsize=7.5)
-    ax.legend(fontsize=7, loc="upper left", frameon=False)
     ax.grid(axis="y", color="#eeeeee", lw=0.6)
     if len(days) == 1:
         ax.set_xlim(days[0] - dt.timedelta(days=3), days[0] + dt.timedelta(days=3))

@@ -145,8 +145,9 @@ def render_report(
         f"(looks of {days[0]}" + (f" to {days[-1]}" if len(days) > 1 else "") + ")"
     ))
     lines += wrap(
-        "How to read: CS = the confidence sequence that decides (" + method_name(DECIDING_INTERVAL, cite=True)
-        + ", valid at every nightly look); 95% CI and p are descriptive, fixed-horizon figures, each followed by its "
+        "How to read: CS = " + method_name(DECIDING_INTERVAL, cite=True)
+        + ", the interval that decides, valid at every nightly look; 95% CI and p are descriptive, fixed-horizon "
+        "figures, each followed by its "
         "method; differences are treatment minus control (the arm named) in the metric's units; \u2191 higher is "
         "better, \u2193 lower is better; plan = share of the planned sample reached; days = days left to reach it at "
         "current traffic."

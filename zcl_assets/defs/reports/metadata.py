@@ -186,7 +186,7 @@ def experiment_metadata(view: ExperimentView, forest_png: bytes, history_png: by
         "plots": dg.MetadataValue.md(plots_markdown(view, forest_png, history_png)),
         "decision": view.decision,
         "decision_reason": view.decision_reason or "-",
-        "deciding_interval": f"{deciding} ({method_name(DECIDING_INTERVAL, cite=True)})",
+        "deciding_interval": f"{deciding}; method: {method_name(DECIDING_INTERVAL, cite=True)}",
         "srm": srm_sentence(view),
         "plan": progress_sentence(view),
         "data_quality": f"{verified_sentence(view)}; {quarantine_sentence(view)}",
