@@ -21,8 +21,9 @@ run: $(STAMP)
 	$(BIN)/zcl import bundled
 	$(BIN)/zcl run
 
-## Set up and run the tests.
+## Set up, lint, and run the tests and the docstring examples.
 test: $(STAMP)
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 ## Open the Dagster UI on the same instance that `zcl run` writes to.

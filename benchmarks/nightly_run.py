@@ -1,8 +1,8 @@
 """Benchmark of one night against a hand-written DuckDB script (DESIGN section 8, speed).
 
 Generates ``--sessions`` sessions with their assignments and outcomes over ``--days`` days
-and ``--experiments`` experiments as landing JSON Lines, then measures, each in its own
-process so that peak memory is its own:
+and ``--experiments`` experiments as landing files (``--format parquet``, what the importers
+write, or ``jsonl``), then measures, each in its own process so that peak memory is its own:
 
 - ``pipeline``: ``zcl_assets.runner.run_night`` on an ephemeral Dagster instance: load,
   contract validation, staging, verification, experience, plans and the look;
@@ -34,8 +34,8 @@ sys.path.insert(0, str(PROJECT))
 START = "2026-01-01"
 
 
-def generate(landing: Path, sessions: int, days: int, experiments: int, seed: int = 1) -> None:
-    """Write registrations, sessions, assignments and outcomes as JSON Lines by UTC day."""
+def generate(landing: Path, sessions: int, days: int, experiments: int, seed: int = 1, fmt: str = "parquet") -> None:
+    """Write registrations, sessions, assignments and outcomes by UTC day (Parquet or JSON Lines)."""
     import numpy as np
     import polars as pl
 
@@ -61,7 +61,12 @@ def generate(landing: Path, sessions: int, days: int, experiments: int, seed: in
     success = rng.random(sessions) < np.where(arm == "treatment", 0.52, 0.5)
     ids = np.char.add("s", np.arange(sessions).astype(str))
     day = started.astype("datetime64[D]").astype(str)
-    iso = lambda t: np.char.add(t.astype("datetime64[s]").astype(str), "+00:00")  # noqa: E731
+    if fmt == "parquet":
+        def iso(t):  # typed timestamps in Parquet
+            return pl.Series(t.astype("datetime64[us]")).dt.replace_time_zone("UTC")
+    else:
+        def iso(t):
+            return np.char.add(t.astype("datetime64[s]").astype(str), "+00:00")
     base = pl.DataFrame({"day": day, "session_id": ids, "experiment_id": np.char.add("bench-", experiment.astype(str)), "arm": arm})
     tables = {
         "sessions": base.with_columns(
@@ -81,29 +86,34 @@ def generate(landing: Path, sessions: int, days: int, experiments: int, seed: in
         for (d,), part in frame.group_by(["day"]):
             out = landing / table / d
             out.mkdir(parents=True, exist_ok=True)
-            part.drop("day").write_ndjson(out / "bench.jsonl")
+            if fmt == "parquet":
+                part.drop("day").write_parquet(out / "bench.parquet")
+            else:
+                part.drop("day").write_ndjson(out / "bench.jsonl")
 
 
 BASELINE_SQL = """
 SET TimeZone = 'UTC';
-CREATE TABLE s AS SELECT session_id, delivered_arm, experiment_id FROM read_json('{l}/sessions/*/*.jsonl', format='newline_delimited');
-CREATE TABLE a AS SELECT session_id, experiment_id, arm, unit_id, CAST(assigned_at AS TIMESTAMPTZ) AS assigned_at FROM read_json('{l}/assignments/*/*.jsonl', format='newline_delimited');
-CREATE TABLE o AS SELECT session_id, CAST(success AS DOUBLE) AS y, CAST(recorded_at AS TIMESTAMPTZ) AS recorded_at FROM read_json('{l}/outcomes/*/*.jsonl', format='newline_delimited');
+CREATE TABLE s AS SELECT session_id, delivered_arm, experiment_id FROM {read}('{l}/sessions/*/*.{ext}');
+CREATE TABLE a AS SELECT session_id, experiment_id, arm, unit_id, CAST(assigned_at AS TIMESTAMPTZ) AS assigned_at FROM {read}('{l}/assignments/*/*.{ext}');
+CREATE TABLE o AS SELECT session_id, CAST(success AS DOUBLE) AS y, CAST(recorded_at AS TIMESTAMPTZ) AS recorded_at FROM {read}('{l}/outcomes/*/*.{ext}');
 SELECT a.experiment_id, a.arm, count(*) AS n, sum(o.y) AS x, sum(o.y * o.y) AS x2
 FROM a JOIN s USING (session_id) JOIN o USING (session_id)
 WHERE s.delivered_arm = a.arm AND o.recorded_at >= a.assigned_at
 GROUP BY ALL ORDER BY ALL;
 """
+READERS = {"parquet": ("read_parquet", "parquet"), "jsonl": ("read_ndjson", "jsonl")}
 
 
-def run_mode(mode: str, landing: Path, warehouse: Path) -> None:
+def run_mode(mode: str, landing: Path, warehouse: Path, fmt: str) -> None:
     """Child process: run one measured mode and print JSON {seconds, peak_mib}."""
     start = time.perf_counter()
     if mode == "baseline":
         import duckdb
 
         con = duckdb.connect(str(warehouse))
-        for statement in BASELINE_SQL.format(l=landing).split(";\n"):
+        read, ext = READERS[fmt]
+        for statement in BASELINE_SQL.format(l=landing, read=read, ext=ext).split(";\n"):
             if statement.strip():
                 con.execute(statement).fetchall()
         con.close()
@@ -133,15 +143,16 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=200_000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--experiments", type=int, default=20)
+    parser.add_argument("--format", choices=list(READERS), default="parquet", help="landing file format")
     parser.add_argument("--mode", choices=["generate", "pipeline", "baseline", "startup"], help=argparse.SUPPRESS)
     parser.add_argument("--landing", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--warehouse", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mode == "generate":
-        generate(args.landing, args.sessions, args.days, args.experiments)
+        generate(args.landing, args.sessions, args.days, args.experiments, fmt=args.format)
         return
     if args.mode:
-        run_mode(args.mode, args.landing, args.warehouse)
+        run_mode(args.mode, args.landing, args.warehouse, args.format)
         return
     with tempfile.TemporaryDirectory() as tmp:
         landing = Path(tmp) / "landing"
@@ -150,7 +161,7 @@ def main() -> None:
         # so this parent must stay small for the children's figures to be their own.
         subprocess.run(
             [sys.executable, __file__, "--mode", "generate", "--landing", str(landing), "--sessions", str(args.sessions),
-             "--days", str(args.days), "--experiments", str(args.experiments)],
+             "--days", str(args.days), "--experiments", str(args.experiments), "--format", args.format],
             check=True,
         )
         print(f"generated {args.sessions:,} sessions over {args.days} days in {time.perf_counter() - t:.1f} s")
@@ -158,7 +169,8 @@ def main() -> None:
         for mode in ("startup", "baseline", "pipeline"):
             warehouse = Path(tmp) / f"{mode}.duckdb"
             out = subprocess.run(
-                [sys.executable, __file__, "--mode", mode, "--landing", str(landing), "--warehouse", str(warehouse)],
+                [sys.executable, __file__, "--mode", mode, "--landing", str(landing), "--warehouse", str(warehouse),
+                 "--format", args.format],
                 capture_output=True, text=True, check=True,
             )
             figures[mode] = json.loads(out.stdout.strip().splitlines()[-1])

@@ -1,345 +1,203 @@
-"""Contracts of the landing tables (docs/landing.md): fields, types and domain rules.
+"""The landing tables' contracts (docs/landing.md), declared once.
 
-Each table has a fixed field list (the only identifiers ever placed in SQL) and a pandera
-model checked on the typed rows of one partition. Pandera's ``ge``/``le`` let ``inf`` and a
-nullable float column lets ``NaN`` through, so every float field states finiteness itself.
+Each table lists its fields with type, requiredness and domain, the event-time field whose
+UTC day is the partition, its key and its row rules (``contracts.schema``). The staged
+tables' DDL, the typed reads and rules of staging, the pandera audit and the documentation
+all derive from these declarations.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contracts.schema import Field, RowRule, TableContract
 
-import pandera.polars as pa
-import polars as pl
-from pandera.api.polars.types import PolarsData
-
-SCHEMA_VERSIONS: frozenset[int] = frozenset({1})
-EVALUATOR_KINDS = ["evaluator", "human", "self_report", "heuristic"]
-METRICS = ["success", "time_minutes", "tokens", "score"]
-
-
-@dataclass(frozen=True)
-class Field:
-    """One landing field: its name, DuckDB type and whether a row needs it."""
-
-    name: str
-    sql_type: str  # VARCHAR, DOUBLE, BIGINT, INTEGER, BOOLEAN, TIMESTAMPTZ, JSON
-    required: bool = True
+SCHEMA_VERSIONS: tuple[int, ...] = (1,)
+EVALUATOR_KINDS: tuple[str, ...] = ("evaluator", "human", "self_report", "heuristic")
+METRICS: tuple[str, ...] = ("success", "time_minutes", "tokens", "score")
+EXPERIMENT_KINDS: tuple[str, ...] = ("order", "inclusion", "memory_mode", "other")
+EXPERIMENT_STATUSES: tuple[str, ...] = ("active", "completed", "cancelled", "reopened")
+ADMISSION_STATES: tuple[str, ...] = ("admitted", "consumed", "launched", "blocked", "terminal")
+DIRECTIONS: tuple[str, ...] = ("increase", "decrease")
 
 
-@dataclass(frozen=True)
-class TableContract:
-    """A landing table: fields, the event-time column that names the partition, the key."""
-
-    name: str
-    event_time: str
-    fields: tuple[Field, ...]
-    key: tuple[str, ...]
-    model: type[pa.DataFrameModel]
-
-    @property
-    def field_names(self) -> list[str]:
-        return [f.name for f in self.fields]
+def _version() -> Field:
+    return Field("schema_version", "BIGINT", allowed=SCHEMA_VERSIONS, doc="contract version of the record")
 
 
-def _finite(data: PolarsData) -> pl.LazyFrame:
-    """True where the value is finite or null (NaN and +-inf fail)."""
-    return data.lazyframe.select(pl.col(data.key).is_finite().fill_null(True))
+def _text(name: str, required: bool = True, doc: str = "", **domain) -> Field:
+    return Field(name, "VARCHAR", required=required, non_blank=True, doc=doc, **domain)
 
 
-def _non_blank(data: PolarsData) -> pl.LazyFrame:
-    """True where the text is null or has a non-space character."""
-    return data.lazyframe.select(pl.col(data.key).str.strip_chars().str.len_chars().gt(0).fill_null(True))
+def _time(name: str, required: bool = True, doc: str = "") -> Field:
+    return Field(name, "TIMESTAMPTZ", required=required, doc=doc)
 
 
-def _finite_check(*columns: str):
-    """A model check that every listed float column is finite (pandera lets NaN and inf pass)."""
-    return pa.check(*columns, name="finite")(classmethod(lambda cls, data: _finite(data)))
+EXPERIMENTS = TableContract(
+    name="experiments",
+    event_time="registered_at",
+    doc="one registered hypothesis; registration is frozen: a second record of an experiment is refused",
+    fields=(
+        _version(),
+        _text("experiment_id"),
+        _text("org_id"),
+        _text("task_type"),
+        _text("kind", allowed=EXPERIMENT_KINDS),
+        Field("hypothesis", "VARCHAR", doc="the hypothesis in words"),
+        Field("arms", "JSON", json_shape="list_of_objects", doc="list of {name, payload, allocation}; shares sum to 1"),
+        _text("control_arm", doc="one of the arm names"),
+        _text("primary_metric", allowed=METRICS),
+        _text("direction", allowed=DIRECTIONS, doc="which direction of the primary metric is beneficial"),
+        Field("mde", "DOUBLE", gt=0, doc="minimum detectable effect, absolute, in the metric's unit"),
+        Field("alpha", "DOUBLE", gt=0, le=0.5),
+        Field("power", "DOUBLE", ge=0.5, lt=1),
+        Field("baseline_mean", "DOUBLE", doc="control mean (a rate for success)"),
+        Field("baseline_sd", "DOUBLE", required=False, gt=0, doc="per-unit sd; required for continuous metrics"),
+        Field("min_samples_per_arm", "BIGINT", ge=1),
+        _text("randomization_unit", allowed=("session", "user")),
+        _text(
+            "sessions_per_unit", required=False, allowed=("one", "many"), default="many",
+            doc="'one': a unit-level export, where a repeated unit is a defect",
+        ),
+        Field("guardrails", "JSON", required=False, json_shape="list_of_objects", default="[]", doc="list of {metric, direction, margin}"),
+        Field("metric_caps", "JSON", required=False, json_shape="object", doc="caps of time_minutes and tokens"),
+        Field("expected_verified_share", "DOUBLE", required=False, gt=0, le=1, default=1.0),
+        _time("registered_at"),
+    ),
+    key=("experiment_id",),
+    row_rules=(
+        RowRule(
+            "baseline_sd_for_continuous",
+            "primary_metric = 'success' OR baseline_sd IS NOT NULL",
+            "baseline_sd is required for a continuous primary metric",
+        ),
+    ),
+)
 
+EXPERIMENT_EVENTS = TableContract(
+    name="experiment_events",
+    event_time="at",
+    doc="one status change of an experiment; the current status is the last event",
+    fields=(
+        _version(),
+        _text("experiment_id"),
+        _text("status", allowed=EXPERIMENT_STATUSES),
+        _time("at"),
+        Field("reason", "VARCHAR", required=False),
+        Field("allocation", "JSON", required=False, json_shape="object", doc="new allocation shares {arm: share} from `at` on"),
+    ),
+    key=("experiment_id", "status", "at"),
+)
 
-def _non_blank_check(*columns: str):
-    """A model check that every listed text column is not blank."""
-    return pa.check(*columns, name="non_blank")(classmethod(lambda cls, data: _non_blank(data)))
+SESSIONS = TableContract(
+    name="sessions",
+    event_time="started_at",
+    doc="one agent session",
+    fields=(
+        _version(),
+        _text("session_id"),
+        _text("org_id"),
+        _text("user_id"),
+        _text("task_type"),
+        Field("model", "VARCHAR", required=False),
+        Field("budget", "DOUBLE", required=False, ge=0, doc="token budget"),
+        _time("started_at"),
+        _time("ended_at", required=False),
+        Field("context_doc_ids", "JSON", required=False, json_shape="list_of_text", doc="documents of the context bundle"),
+        Field("context_digest", "VARCHAR", required=False),
+        Field("experiment_id", "VARCHAR", required=False, doc="the experiment the bundle took part in"),
+        Field("delivered_arm", "VARCHAR", required=False, doc="the arm the bundle actually carried"),
+        Field("admission_id", "VARCHAR", required=False),
+    ),
+    key=("session_id",),
+    row_rules=(
+        RowRule("ended_after_started", "ended_at IS NULL OR ended_at >= started_at", "ended_at is before started_at"),
+        RowRule(
+            "delivered_arm_with_experiment",
+            "experiment_id IS NULL OR delivered_arm IS NOT NULL",
+            "experiment_id is set without delivered_arm",
+        ),
+    ),
+)
 
+ASSIGNMENTS = TableContract(
+    name="assignments",
+    event_time="assigned_at",
+    doc="one coin flip: a session's arm in an experiment",
+    fields=(
+        _version(),
+        _text("session_id"),
+        _text("experiment_id"),
+        _text("arm"),
+        _text("unit_id", doc="the randomization unit (user or session)"),
+        _time("assigned_at"),
+    ),
+    key=("session_id", "experiment_id"),
+)
 
-class ExperimentModel(pa.DataFrameModel):
-    schema_version: int = pa.Field(isin=sorted(SCHEMA_VERSIONS))
-    experiment_id: str = pa.Field()
-    org_id: str = pa.Field()
-    task_type: str = pa.Field()
-    kind: str = pa.Field(isin=["order", "inclusion", "memory_mode", "other"])
-    hypothesis: str
-    control_arm: str = pa.Field()
-    primary_metric: str = pa.Field(isin=METRICS)
-    direction: str = pa.Field(isin=["increase", "decrease"])
-    mde: float = pa.Field(gt=0)
-    alpha: float = pa.Field(gt=0, le=0.5)
-    power: float = pa.Field(ge=0.5, lt=1)
-    baseline_mean: float = pa.Field()
-    baseline_sd: float = pa.Field(nullable=True, gt=0)
-    min_samples_per_arm: int = pa.Field(ge=1)
-    randomization_unit: str = pa.Field(isin=["session", "user"])
-    sessions_per_unit: str = pa.Field(isin=["one", "many"])
-    expected_verified_share: float = pa.Field(gt=0, le=1)
+OUTCOMES = TableContract(
+    name="outcomes",
+    event_time="recorded_at",
+    doc="one measured result of a session, with who decided it",
+    fields=(
+        _version(),
+        _text("session_id"),
+        Field("success", "BOOLEAN", required=False),
+        Field("time_minutes", "DOUBLE", required=False, ge=0),
+        Field("tokens", "DOUBLE", required=False, ge=0),
+        Field("score", "DOUBLE", required=False),
+        _time("recorded_at"),
+        _text("evaluator_id"),
+        _text("evaluator_version"),
+        _text("evaluator_kind", allowed=EVALUATOR_KINDS),
+    ),
+    key=("session_id", "evaluator_id", "evaluator_version", "evaluator_kind"),
+    row_rules=(
+        RowRule(
+            "some_metric",
+            "success IS NOT NULL OR time_minutes IS NOT NULL OR tokens IS NOT NULL OR score IS NOT NULL",
+            "success, time_minutes, tokens and score are all null",
+        ),
+    ),
+)
 
-    class Config:
-        strict = False
+ADMISSION_EVENTS = TableContract(
+    name="admission_events",
+    event_time="at",
+    doc="one lifecycle transition of an exploration admission",
+    fields=(
+        _version(),
+        _text("admission_id"),
+        _text("org_id"),
+        _text("task_type"),
+        _text("state", allowed=ADMISSION_STATES),
+        _time("at"),
+        Field("arm", "VARCHAR", required=False),
+        Field("session_id", "VARCHAR", required=False),
+        Field("outcome", "VARCHAR", required=False),
+    ),
+    key=("admission_id", "state", "at"),
+)
 
-    check_non_blank = _non_blank_check("experiment_id", "org_id", "task_type", "control_arm")
-    check_finite = _finite_check("mde", "alpha", "power", "baseline_mean", "baseline_sd", "expected_verified_share")
-
-
-class ExperimentEventModel(pa.DataFrameModel):
-    schema_version: int = pa.Field(isin=sorted(SCHEMA_VERSIONS))
-    experiment_id: str = pa.Field()
-    status: str = pa.Field(isin=["active", "completed", "cancelled", "reopened"])
-    reason: str = pa.Field(nullable=True)
-
-    class Config:
-        strict = False
-
-    check_non_blank = _non_blank_check("experiment_id")
-
-
-class SessionModel(pa.DataFrameModel):
-    schema_version: int = pa.Field(isin=sorted(SCHEMA_VERSIONS))
-    session_id: str = pa.Field()
-    org_id: str = pa.Field()
-    user_id: str = pa.Field()
-    task_type: str = pa.Field()
-    budget: float = pa.Field(nullable=True, ge=0)
-
-    class Config:
-        strict = False
-
-    check_non_blank = _non_blank_check("session_id", "org_id", "user_id", "task_type")
-    check_finite = _finite_check("budget")
-
-    @pa.dataframe_check(name="ended_after_started", error="ended_after_started: ended_at is before started_at")
-    @classmethod
-    def ended_after_started(cls, data: PolarsData) -> pl.LazyFrame:
-        return data.lazyframe.select(
-            (pl.col("ended_at").is_null() | (pl.col("ended_at") >= pl.col("started_at"))).fill_null(True)
-        )
-
-    @pa.dataframe_check(name="delivered_arm_with_experiment", error="delivered_arm_with_experiment: experiment_id is set without delivered_arm")
-    @classmethod
-    def delivered_arm_with_experiment(cls, data: PolarsData) -> pl.LazyFrame:
-        return data.lazyframe.select(pl.col("experiment_id").is_null() | pl.col("delivered_arm").is_not_null())
-
-
-class AssignmentModel(pa.DataFrameModel):
-    schema_version: int = pa.Field(isin=sorted(SCHEMA_VERSIONS))
-    session_id: str = pa.Field()
-    experiment_id: str = pa.Field()
-    arm: str = pa.Field()
-    unit_id: str = pa.Field()
-
-    class Config:
-        strict = False
-
-    check_non_blank = _non_blank_check("session_id", "experiment_id", "arm", "unit_id")
-
-
-class OutcomeModel(pa.DataFrameModel):
-    schema_version: int = pa.Field(isin=sorted(SCHEMA_VERSIONS))
-    session_id: str = pa.Field()
-    time_minutes: float = pa.Field(nullable=True, ge=0)
-    tokens: float = pa.Field(nullable=True, ge=0)
-    score: float = pa.Field(nullable=True)
-    evaluator_id: str = pa.Field()
-    evaluator_version: str = pa.Field()
-    evaluator_kind: str = pa.Field(isin=EVALUATOR_KINDS)
-
-    class Config:
-        strict = False
-
-    check_non_blank = _non_blank_check("session_id", "evaluator_id", "evaluator_version")
-    check_finite = _finite_check("time_minutes", "tokens", "score")
-
-    @pa.dataframe_check(name="some_metric", error="some_metric: success, time_minutes, tokens and score are all null")
-    @classmethod
-    def some_metric(cls, data: PolarsData) -> pl.LazyFrame:
-        return data.lazyframe.select(
-            pl.any_horizontal(pl.col(m).is_not_null() for m in ("success", "time_minutes", "tokens", "score"))
-        )
-
-
-class AdmissionEventModel(pa.DataFrameModel):
-    schema_version: int = pa.Field(isin=sorted(SCHEMA_VERSIONS))
-    admission_id: str = pa.Field()
-    org_id: str = pa.Field()
-    task_type: str = pa.Field()
-    state: str = pa.Field(isin=["admitted", "consumed", "launched", "blocked", "terminal"])
-
-    class Config:
-        strict = False
-
-    check_non_blank = _non_blank_check("admission_id", "org_id", "task_type")
-
-
-class ArmSnapshotModel(pa.DataFrameModel):
-    schema_version: int = pa.Field(isin=sorted(SCHEMA_VERSIONS))
-    experiment_id: str = pa.Field()
-    arm: str = pa.Field()
-    metric: str = pa.Field()
-    n: int = pa.Field(ge=0)
-    mean: float = pa.Field()
-    variance: float = pa.Field(nullable=True, ge=0)
-
-    class Config:
-        strict = False
-
-    check_non_blank = _non_blank_check("experiment_id", "arm", "metric")
-    check_finite = _finite_check("mean", "variance")
-
-    @pa.dataframe_check(name="variance_when_n_ge_2", error="variance_when_n_ge_2: variance is missing although n >= 2")
-    @classmethod
-    def variance_when_n_ge_2(cls, data: PolarsData) -> pl.LazyFrame:
-        return data.lazyframe.select((pl.col("n") < 2) | pl.col("variance").is_not_null())
-
-
-_V = Field("schema_version", "BIGINT")
+ARM_SNAPSHOTS = TableContract(
+    name="arm_snapshots",
+    event_time="at",
+    doc="cumulative statistics of one arm and metric at one time (aggregate-only sources)",
+    fields=(
+        _version(),
+        _text("experiment_id"),
+        _text("arm"),
+        _text("metric"),
+        _time("at"),
+        Field("n", "BIGINT", ge=0),
+        Field("mean", "DOUBLE"),
+        Field("variance", "DOUBLE", required=False, ge=0, doc="null only when n < 2"),
+    ),
+    key=("experiment_id", "arm", "metric", "at"),
+    row_rules=(
+        RowRule("variance_when_n_ge_2", "n < 2 OR variance IS NOT NULL", "variance is missing although n >= 2"),
+    ),
+)
 
 CONTRACTS: dict[str, TableContract] = {
-    c.name: c
-    for c in (
-        TableContract(
-            "experiments",
-            "registered_at",
-            (
-                _V,
-                Field("experiment_id", "VARCHAR"),
-                Field("org_id", "VARCHAR"),
-                Field("task_type", "VARCHAR"),
-                Field("kind", "VARCHAR"),
-                Field("hypothesis", "VARCHAR"),
-                Field("arms", "JSON"),
-                Field("control_arm", "VARCHAR"),
-                Field("primary_metric", "VARCHAR"),
-                Field("direction", "VARCHAR"),
-                Field("mde", "DOUBLE"),
-                Field("alpha", "DOUBLE"),
-                Field("power", "DOUBLE"),
-                Field("baseline_mean", "DOUBLE"),
-                Field("baseline_sd", "DOUBLE", required=False),
-                Field("min_samples_per_arm", "BIGINT"),
-                Field("randomization_unit", "VARCHAR"),
-                Field("sessions_per_unit", "VARCHAR", required=False),
-                Field("guardrails", "JSON", required=False),
-                Field("metric_caps", "JSON", required=False),
-                Field("expected_verified_share", "DOUBLE", required=False),
-                Field("registered_at", "TIMESTAMPTZ"),
-            ),
-            ("experiment_id",),
-            ExperimentModel,
-        ),
-        TableContract(
-            "experiment_events",
-            "at",
-            (
-                _V,
-                Field("experiment_id", "VARCHAR"),
-                Field("status", "VARCHAR"),
-                Field("at", "TIMESTAMPTZ"),
-                Field("reason", "VARCHAR", required=False),
-            ),
-            ("experiment_id", "status", "at"),
-            ExperimentEventModel,
-        ),
-        TableContract(
-            "sessions",
-            "started_at",
-            (
-                _V,
-                Field("session_id", "VARCHAR"),
-                Field("org_id", "VARCHAR"),
-                Field("user_id", "VARCHAR"),
-                Field("task_type", "VARCHAR"),
-                Field("model", "VARCHAR", required=False),
-                Field("budget", "DOUBLE", required=False),
-                Field("started_at", "TIMESTAMPTZ"),
-                Field("ended_at", "TIMESTAMPTZ", required=False),
-                Field("context_doc_ids", "JSON", required=False),
-                Field("context_digest", "VARCHAR", required=False),
-                Field("experiment_id", "VARCHAR", required=False),
-                Field("delivered_arm", "VARCHAR", required=False),
-                Field("admission_id", "VARCHAR", required=False),
-            ),
-            ("session_id",),
-            SessionModel,
-        ),
-        TableContract(
-            "assignments",
-            "assigned_at",
-            (
-                _V,
-                Field("session_id", "VARCHAR"),
-                Field("experiment_id", "VARCHAR"),
-                Field("arm", "VARCHAR"),
-                Field("unit_id", "VARCHAR"),
-                Field("assigned_at", "TIMESTAMPTZ"),
-            ),
-            ("session_id", "experiment_id"),
-            AssignmentModel,
-        ),
-        TableContract(
-            "outcomes",
-            "recorded_at",
-            (
-                _V,
-                Field("session_id", "VARCHAR"),
-                Field("success", "BOOLEAN", required=False),
-                Field("time_minutes", "DOUBLE", required=False),
-                Field("tokens", "DOUBLE", required=False),
-                Field("score", "DOUBLE", required=False),
-                Field("recorded_at", "TIMESTAMPTZ"),
-                Field("evaluator_id", "VARCHAR"),
-                Field("evaluator_version", "VARCHAR"),
-                Field("evaluator_kind", "VARCHAR"),
-            ),
-            ("session_id", "evaluator_id", "evaluator_version", "evaluator_kind"),
-            OutcomeModel,
-        ),
-        TableContract(
-            "admission_events",
-            "at",
-            (
-                _V,
-                Field("admission_id", "VARCHAR"),
-                Field("org_id", "VARCHAR"),
-                Field("task_type", "VARCHAR"),
-                Field("state", "VARCHAR"),
-                Field("at", "TIMESTAMPTZ"),
-                Field("arm", "VARCHAR", required=False),
-                Field("session_id", "VARCHAR", required=False),
-                Field("outcome", "VARCHAR", required=False),
-            ),
-            ("admission_id", "state", "at"),
-            AdmissionEventModel,
-        ),
-        TableContract(
-            "arm_snapshots",
-            "at",
-            (
-                _V,
-                Field("experiment_id", "VARCHAR"),
-                Field("arm", "VARCHAR"),
-                Field("metric", "VARCHAR"),
-                Field("at", "TIMESTAMPTZ"),
-                Field("n", "BIGINT"),
-                Field("mean", "DOUBLE"),
-                Field("variance", "DOUBLE", required=False),
-            ),
-            ("experiment_id", "arm", "metric", "at"),
-            ArmSnapshotModel,
-        ),
-    )
+    c.name: c for c in (EXPERIMENTS, EXPERIMENT_EVENTS, SESSIONS, ASSIGNMENTS, OUTCOMES, ADMISSION_EVENTS, ARM_SNAPSHOTS)
 }
-
-# Defaults applied to optional registration fields that a record leaves out.
-EXPERIMENT_DEFAULTS: dict[str, object] = {
-    "sessions_per_unit": "many",
-    "guardrails": "[]",
-    "expected_verified_share": 1.0,
-}
+"""Every landing table by name, in staging order (a table's references come before it)."""

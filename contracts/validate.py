@@ -1,247 +1,363 @@
-"""Contract validation of one partition of one landing table.
+"""Contract validation as vectorised SQL, generated from the table contracts.
 
-Every raw row ends in exactly one of two places: the staged rows or the quarantine rows
-(with the first rule it broke and every reason found). Three layers, in order:
+A landed file reaches staging as one of three *source shapes*:
 
-1. parsing (SQL): the record is a JSON object; each field is present when required and
-   casts to its type; the event time falls on the partition's UTC day;
-2. domain rules (pandera models in ``contracts.tables``, plus the registration structure
-   of experiments: arms, allocations, control arm, guardrails);
-3. cross-row rules (SQL against the candidate rows and the already staged tables): keys
-   unique within and across partitions, references to registered experiments and arms,
-   registration before assignment, assignment before outcome.
+- ``json``: one JSON document per line (JSON Lines); the relation has ``record`` (the
+  line) and every field is read from it with JSON types checked strictly (a number is not
+  text, the text ``"1"`` is not a number);
+- ``text``: named text columns (CSV, where every cell is text); a value must parse as the
+  field's type;
+- ``native``: typed columns (Parquet); a column of the field's type (or a safe widening)
+  is taken as is, a text column must parse, any other type fails every non-null value.
+
+:func:`candidate_select` turns a relation of one shape into the *candidate rows* of a
+table: lineage, every field typed, and for a row that breaks a row-level rule its first
+rule, every reason and its record as text. Row-level rules, in order, first match names
+the rule and every reason is kept:
+
+1. the file or line could not be read: ``unreadable_file``, ``invalid_encoding``,
+   ``malformed_record`` (not a JSON object);
+2. per field, in contract order: ``missing_field``, ``bad_type``;
+3. ``wrong_partition``: the event time falls on another UTC day than the folder;
+4. per field, the domain: ``blank``, ``not_allowed``, ``not_finite``, ``out_of_range``,
+   ``bad_shape``;
+5. the table's row rules (``contracts.tables``).
+
+Cross-row rules (keys, references between tables) run afterwards over the staged state
+(``zcl_assets.ingest.staging``). Identifiers in the generated SQL come only from the
+contracts; constants of the contracts are inlined as literals; landed values are never
+pasted into SQL.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from typing import NamedTuple
+import re
+from dataclasses import dataclass
 
-import duckdb
-import pandera.polars as pa
-import polars as pl
+from contracts.schema import Field, TableContract, quote_identifier, sql_literal
 
-from contracts.tables import CONTRACTS, EXPERIMENT_DEFAULTS, METRICS, TableContract
-from sql import load_sql
+SHAPES: tuple[str, ...] = ("json", "text", "native")
+CANDIDATE_LINEAGE: tuple[str, ...] = ("partition_day", "source_file", "source_row")
 
-LINEAGE = ["source_file", "source_row"]
-QUARANTINE_COLUMNS = ["source_file", "source_row", "rule", "reason", "record"]
+_INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT")
+_FLOAT_TYPES = ("FLOAT", "DOUBLE")
+_TIMESTAMP_TYPES = ("TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS")
 
 
-class ValidationResult(NamedTuple):
-    """Staged rows (lineage + typed fields) and quarantine rows (lineage, rule, reason, record)."""
+@dataclass(frozen=True)
+class Source:
+    """How the fields of one relation are held.
 
-    staged: pl.DataFrame
-    quarantined: pl.DataFrame
-
-
-def typed_select_sql(contract: TableContract) -> str:
-    """SELECT over ``raw_records`` that extracts and casts every field of ``contract``.
-
-    Identifiers come only from the contract's fixed field list; the table name and day are
-    bound as parameters ``$table`` and ``$day``. Each field gives ``<name>__text`` (the value
-    as text, JSON text for nested values) and ``<name>`` (cast to its type, NULL when the
-    cast fails).
+    Attributes:
+        shape: ``json``, ``text`` or ``native`` (see the module docstring).
+        columns: for ``text`` and ``native``, the relation's columns and their DuckDB
+            types (``VARCHAR`` for text); a field without a column is absent.
+        relation: SQL name of the relation (a registered frame or a table function call).
     """
-    paths = "[" + ", ".join(f"'$.\"{f.name}\"'" for f in contract.fields) + "]"
-    cols = []
-    for i, f in enumerate(contract.fields, start=1):
-        text = f"v[{i}]"
-        if f.sql_type in ("BIGINT", "INTEGER"):
-            as_double = f"TRY_CAST({text} AS DOUBLE)"
-            typed = f"CASE WHEN {as_double} = round({as_double}) AND abs({as_double}) < 9e15 THEN CAST({as_double} AS {f.sql_type}) END"
-        elif f.sql_type in ("VARCHAR", "JSON"):
-            typed = text
-        else:
-            typed = f"TRY_CAST({text} AS {f.sql_type})"
-        cols.append(f'{text} AS "{f.name}__text"')
-        cols.append(f'{typed} AS "{f.name}"')
-    return load_sql("select_raw_partition").format(paths=paths, field_columns=",\n    ".join(cols))
+
+    shape: str
+    relation: str
+    columns: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.shape not in SHAPES:
+            raise ValueError(f"shape {self.shape!r} is not one of {SHAPES}")
+
+    def column_type(self, name: str) -> str | None:
+        for column, column_type in self.columns:
+            if column == name:
+                return column_type
+        return None
 
 
-def validate_partition(con: duckdb.DuckDBPyConnection, table: str, day: str) -> ValidationResult:
-    """Validate the raw rows of ``table`` landed on ``day`` (``YYYY-MM-DD``).
+@dataclass(frozen=True)
+class _FieldSql:
+    typed: str  # SQL of the typed value (NULL when absent or unparseable)
+    present: str  # SQL: the source holds a non-null value
+    text: str  # SQL: the source value as text, for reasons
 
-    Args:
-        con: an open warehouse connection (reads ``raw_records`` and staged tables).
-        table: a landing table name from ``contracts.tables.CONTRACTS``.
-        day: the partition's UTC day.
+
+def _json_field(f: Field, i: int) -> _FieldSql:
+    # One parse of the record gives every value as JSON (``v``) and as text (``s``), and one
+    # small parse per value its JSON type (``jt``); casts then read the text.
+    v, s, jt = f"v[{i}]", f"s[{i}]", f"jt[{i}]"
+    present = f"({jt} IS NOT NULL AND {jt} <> 'NULL')"
+    typed = {
+        "VARCHAR": f"CASE WHEN {jt} = 'VARCHAR' THEN {s} END",
+        "BIGINT": (
+            f"CASE WHEN {jt} IN ('BIGINT', 'UBIGINT') THEN TRY_CAST({s} AS BIGINT) "
+            f"WHEN {jt} = 'DOUBLE' THEN {_integral(f'TRY_CAST({s} AS DOUBLE)')} END"
+        ),
+        "DOUBLE": f"CASE WHEN {jt} IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST({s} AS DOUBLE) END",
+        "BOOLEAN": f"CASE WHEN {jt} = 'BOOLEAN' THEN {s} = 'true' END",
+        "TIMESTAMPTZ": f"CASE WHEN {jt} = 'VARCHAR' THEN TRY_CAST({s} AS TIMESTAMPTZ) END",
+        "JSON": f"CASE WHEN {present} THEN {v} END",
+    }[f.type]
+    return _FieldSql(typed, present, f"CAST({v} AS VARCHAR)")
+
+
+def _integral(double_sql: str) -> str:
+    return f"CASE WHEN {double_sql} = round({double_sql}) AND abs({double_sql}) < 9e15 THEN CAST({double_sql} AS BIGINT) END"
+
+
+def _text_typed(f: Field, c: str) -> str:
+    return {
+        "VARCHAR": c,
+        "BIGINT": _integral(f"TRY_CAST({c} AS DOUBLE)"),
+        "DOUBLE": f"TRY_CAST({c} AS DOUBLE)",
+        "BOOLEAN": f"TRY_CAST({c} AS BOOLEAN)",
+        "TIMESTAMPTZ": f"TRY_CAST({c} AS TIMESTAMPTZ)",
+        "JSON": f"CASE WHEN json_valid({c}) THEN CAST({c} AS JSON) END",
+    }[f.type]
+
+
+def _text_field(f: Field, column_type: str | None) -> _FieldSql:
+    if column_type is None:
+        return _FieldSql("NULL", "false", "NULL")
+    c = f"src.{quote_identifier(f.name)}"
+    present = f"({c} IS NOT NULL)" if f.type == "VARCHAR" else f"({c} IS NOT NULL AND trim({c}) <> '')"
+    typed = f"CASE WHEN {present} THEN {_text_typed(f, c)} END"
+    return _FieldSql(typed, present, c)
+
+
+def _native_field(f: Field, column_type: str | None) -> _FieldSql:
+    if column_type is None or column_type == '"NULL"' or column_type == "NULL":
+        return _FieldSql("NULL", "false", "NULL")
+    if column_type == "VARCHAR":
+        return _text_field(f, column_type)
+    c = f"src.{quote_identifier(f.name)}"
+    present = f"({c} IS NOT NULL)"
+    base = column_type.split("(")[0]
+    typed = None
+    if f.type == "BIGINT":
+        if base in _INTEGER_TYPES:
+            typed = f"TRY_CAST({c} AS BIGINT)"
+        elif base in _FLOAT_TYPES or base == "DECIMAL":
+            typed = _integral(f"CAST({c} AS DOUBLE)")
+    elif f.type == "DOUBLE":
+        if base in _INTEGER_TYPES or base in _FLOAT_TYPES or base == "DECIMAL":
+            typed = f"CAST({c} AS DOUBLE)"
+    elif f.type == "BOOLEAN" and base == "BOOLEAN":
+        typed = c
+    elif f.type == "TIMESTAMPTZ" and column_type in _TIMESTAMP_TYPES:
+        typed = f"CAST({c} AS TIMESTAMPTZ)"
+    elif f.type == "JSON":
+        if column_type == "JSON":
+            typed = c
+        elif column_type.endswith("[]") or base in ("STRUCT", "MAP"):
+            typed = f"to_json({c})"
+    if typed is None:  # a column of another type: every value it holds is refused
+        return _FieldSql("NULL", present, f"'a ' || {sql_literal(column_type)} || ' column'")
+    return _FieldSql(typed, present, f"CAST({c} AS VARCHAR)")
+
+
+def _field_sql(source: Source, f: Field, i: int) -> _FieldSql:
+    if source.shape == "json":
+        return _json_field(f, i)
+    if source.shape == "text":
+        return _text_field(f, source.column_type(f.name))
+    return _native_field(f, source.column_type(f.name))
+
+
+def _typed(name: str) -> str:
+    """The typed value of a field inside the generated query."""
+    return f"src.{quote_identifier('__t_' + name)}"
+
+
+def _domain_rules(f: Field) -> list[tuple[str, str, str]]:
+    """(rule, condition on the typed value ``x``, reason SQL) for the field's domain."""
+    x = _typed(f.name)
+    name = f.name
+    shown = f"CAST({x} AS VARCHAR)"
+    rules: list[tuple[str, str, str]] = []
+    if f.non_blank:
+        rules.append(("blank", f"trim({x}) = ''", sql_literal(f"{name} is blank")))
+    if f.allowed is not None:
+        allowed = ", ".join(sql_literal(a) for a in f.allowed)
+        listed = ", ".join(str(a) for a in f.allowed)
+        rules.append(("not_allowed", f"{x} NOT IN ({allowed})", f"{sql_literal(name + '=')} || {shown} || {sql_literal(' is not one of ' + listed)}"))
+    if f.type == "DOUBLE":
+        rules.append(("not_finite", f"NOT isfinite({x})", f"{sql_literal(name + '=')} || {shown} || ' is not finite'"))
+    for op, bound, words in (("<", f.ge, ">="), ("<=", f.gt, ">"), (">", f.le, "<="), (">=", f.lt, "<")):
+        if bound is not None:
+            cond = f"isfinite({x}) AND {x} {op} {sql_literal(bound)}" if f.type == "DOUBLE" else f"{x} {op} {sql_literal(bound)}"
+            rules.append(("out_of_range", cond, f"{sql_literal(name + '=')} || {shown} || {sql_literal(f' must be {words} {bound:g}')}"))
+    if f.json_shape is not None:
+        shape_ok = {
+            "list": f"json_type({x}) = 'ARRAY'",
+            "object": f"json_type({x}) = 'OBJECT'",
+            "list_of_text": (
+                f"json_type({x}) = 'ARRAY' AND coalesce(list_bool_and(list_transform(json_extract({x}, '$[*]'), "
+                "lambda e: json_type(e) = 'VARCHAR')), true)"
+            ),
+            "list_of_objects": (
+                f"json_type({x}) = 'ARRAY' AND coalesce(list_bool_and(list_transform(json_extract({x}, '$[*]'), "
+                "lambda e: json_type(e) = 'OBJECT')), true)"
+            ),
+        }[f.json_shape]
+        words = f.json_shape.replace("_", " ")
+        rules.append(("bad_shape", f"NOT ({shape_ok})", f"{sql_literal(name + ' must be a JSON ' + words + ', got ')} || left({shown}, 200)"))
+    return [(rule, f"({x} IS NOT NULL AND ({cond}))", reason) for rule, cond, reason in rules]
+
+
+def candidate_select(contract: TableContract, source: Source) -> str:
+    """SQL selecting the candidate rows of ``contract`` from one relation of ``source``.
+
+    The relation must have ``__partition_day`` (DATE), ``__source_file`` and
+    ``__source_row`` columns (double underscores keep them apart from a file's own
+    columns). For the ``json`` shape it also has ``__record`` (VARCHAR: the line),
+    ``__error`` (VARCHAR: why the file or line could not be read, else NULL) and
+    ``__encoding_error`` (BOOLEAN: the line is not valid UTF-8; ``__record`` then holds it
+    with the bad bytes escaped); a file that cannot be read at all is one such row. For
+    the ``text`` and ``native`` shapes the fields are columns named as the fields.
 
     Returns:
-        ``ValidationResult``; ``len(staged) + len(quarantined)`` equals the number of raw
-        rows of the partition.
+        A SELECT yielding ``partition_day, source_file, source_row``, every contract field
+        typed (``NULL`` where absent or unparseable), ``rule`` (first rule broken, NULL for
+        a valid row), ``reason`` (every rule broken, ``rule: reason; ...``) and ``record``
+        (the row as landed, as text, for a row that broke a rule; NULL otherwise).
+    """
+    fields = contract.fields
+    parts = [_field_sql(source, f, i) for i, f in enumerate(fields, start=1)]
+    conditions: list[tuple[str, str, str]] = []  # (rule, condition, reason SQL)
+    if source.shape == "json":
+        conditions.append(("unreadable_file", "src.__error IS NOT NULL AND NOT src.__encoding_error", "src.__error"))
+        conditions.append(("invalid_encoding", "src.__error IS NOT NULL AND src.__encoding_error", "src.__error"))
+        conditions.append(("malformed_record", "src.__error IS NULL AND NOT src.__is_object", "'not a JSON object'"))
+    readable = "src.__error IS NULL AND src.__is_object" if source.shape == "json" else "true"
+    for f, sql in zip(fields, parts):
+        if f.required and f.default is None:
+            conditions.append(("missing_field", f"({readable}) AND NOT {sql.present}", sql_literal(f"required field {f.name} is missing or null")))
+        conditions.append((
+            "bad_type",
+            f"{sql.present} AND {_typed(f.name)} IS NULL",
+            f"{sql_literal(f.name + '=')} || left(coalesce({sql.text}, ''), 200) || {sql_literal(' is not a valid ' + f.type)}",
+        ))
+    event = _typed(contract.event_time)
+    conditions.append((
+        "wrong_partition",
+        f"{event} IS NOT NULL AND CAST({event} AS DATE) <> src.__partition_day",
+        f"{sql_literal(contract.event_time + ' falls on ')} || CAST(CAST({event} AS DATE) AS VARCHAR) "
+        "|| ' UTC, not on the partition day ' || CAST(src.__partition_day AS VARCHAR)",
+    ))
+    for f in fields:
+        conditions.extend(_domain_rules(f))
+    for rule in contract.row_rules:
+        conditions.append((rule.name, f"NOT coalesce(({_qualify(rule.sql, contract)}), true)", sql_literal(rule.reason)))
+
+    typed_columns = []
+    for f, sql in zip(fields, parts):
+        value = sql.typed
+        if f.default is not None:
+            value = f"CASE WHEN NOT {sql.present} THEN {sql_literal(f.default)} ELSE {value} END"
+            if f.type == "JSON":
+                value = f"CAST({value} AS JSON)"
+        typed_columns.append(f"CAST({value} AS {f.type}) AS {quote_identifier('__t_' + f.name)}")
+    broken = " OR ".join(f"coalesce({cond}, false)" for _, cond, _ in conditions)
+    rule_case = " ".join(f"WHEN coalesce({cond}, false) THEN {sql_literal(rule)}" for rule, cond, _ in conditions)
+    reasons = ", ".join(
+        f"CASE WHEN coalesce({cond}, false) THEN {sql_literal(rule + ': ')} || coalesce({reason}, '') END"
+        for rule, cond, reason in conditions
+    )
+    if source.shape == "json":
+        record = "src.__record"
+    else:
+        present_columns = [c for c, _ in source.columns if not c.startswith("__")]
+        packed = ", ".join(f"{quote_identifier(c)} := src.{quote_identifier(c)}" for c in present_columns)
+        record = f"CAST(to_json(struct_pack({packed})) AS VARCHAR)" if present_columns else "NULL"
+    field_list = ", ".join(f"{_typed(f.name)} AS {quote_identifier(f.name)}" for f in fields)
+    relation = _prepared_relation(contract, source)
+    return (
+        f"SELECT src.__partition_day AS partition_day, src.__source_file AS source_file, src.__source_row AS source_row, {field_list},\n"
+        f"  CASE WHEN {broken} THEN CASE {rule_case} END END AS rule,\n"
+        f"  CASE WHEN {broken} THEN concat_ws('; ', {reasons}) END AS reason,\n"
+        f"  CASE WHEN {broken} THEN {record} END AS record\n"
+        f"FROM (SELECT src.*, {', '.join(typed_columns)} FROM {relation} src) src"
+    )
+
+
+def _prepared_relation(contract: TableContract, source: Source) -> str:
+    if source.shape != "json":
+        return source.relation
+    paths = "[" + ", ".join(sql_literal(f'$."{f.name}"') for f in contract.fields) + "]"
+    return (
+        "(SELECT __partition_day, __source_file, __source_row, __record, __error, __encoding_error, __is_object, "
+        f"v, CASE WHEN __is_object THEN json_extract_string(__record, {paths}) END AS s, "
+        "list_transform(v, lambda x: json_type(x)) AS jt FROM ("
+        f"SELECT *, CASE WHEN __is_object THEN json_extract(__record, {paths}) END AS v FROM ("
+        f"SELECT *, CASE WHEN json_valid(__record) THEN json_type(__record) = 'OBJECT' ELSE false END AS __is_object "
+        f"FROM {source.relation})))"
+    )
+
+
+def _qualify(expression: str, contract: TableContract) -> str:
+    """Row-rule SQL with field names bound to the typed values of the generated query."""
+    names = sorted(contract.field_names, key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w.'\"])(" + "|".join(re.escape(n) for n in names) + r")(?![\w'\"])")
+    return pattern.sub(lambda m: _typed(m.group(1)), expression)
+
+
+def check_records(table: str, records: list[dict]) -> list[list[tuple[str, str]]]:
+    """Every row-level problem of each record, as the pipeline would find it (no warehouse).
+
+    Runs the same generated SQL as staging on an in-memory DuckDB, each record in the
+    partition of its own event-time day, plus the registration structure checks for
+    ``experiments``. Importers use it to refuse a registration before landing it.
+
+    Args:
+        table: a landing table.
+        records: JSON-ready dicts, one per row.
+
+    Returns:
+        One list per record of ``(rule, reason)``; empty for a record that passes.
 
     Raises:
         KeyError: unknown table.
+
+    Examples:
+        >>> check_records("admission_events", [{"schema_version": 1, "admission_id": "a", "org_id": "o",
+        ...     "task_type": "t", "state": "landed", "at": "2026-01-01T00:00:00+00:00"}])[0][0][0]
+        'not_allowed'
     """
+    import datetime as dt
+    import json
+
+    import duckdb
+    import polars as pl
+
+    from contracts.registration import registration_problems
+    from contracts.tables import CONTRACTS
+
     contract = CONTRACTS[table]
-    frame = con.execute(typed_select_sql(contract), {"table": table, "day": day}).pl()
-    frame = _apply_defaults(contract, frame)
-    if frame.height == 0:
-        return ValidationResult(frame.select(LINEAGE + contract.field_names), _quarantine_frame([]))
-    failures: dict[int, list[tuple[str, str]]] = {}
-
-    def fail(row_index: int, rule: str, reason: str) -> None:
-        failures.setdefault(row_index, []).append((rule, reason))
-
-    _parse_failures(contract, frame, day, fail)
-    if table == "experiments":
-        _registration_failures(frame, fail)
-    _model_failures(contract, frame, failures, fail)
-    _cross_row_failures(con, contract, frame, day, failures, fail)
-
-    bad = pl.Series("bad", [i in failures for i in range(frame.height)], dtype=pl.Boolean)
-    staged = frame.filter(~bad).select(LINEAGE + contract.field_names)
-    rows = []
-    records = frame.get_column("record").to_list()
-    files = frame.get_column("source_file").to_list()
-    numbers = frame.get_column("source_row").to_list()
-    for i in sorted(failures):
-        found = failures[i]
-        rows.append(
-            {
-                "source_file": files[i],
-                "source_row": numbers[i],
-                "rule": found[0][0],
-                "reason": "; ".join(f"{rule}: {reason}" for rule, reason in found),
-                "record": records[i],
-            }
-        )
-    return ValidationResult(staged, _quarantine_frame(rows))
-
-
-def _quarantine_frame(rows: list[dict]) -> pl.DataFrame:
-    schema = {"source_file": pl.String, "source_row": pl.Int64, "rule": pl.String, "reason": pl.String, "record": pl.String}
-    return pl.DataFrame(rows, schema=schema)
-
-
-def _apply_defaults(contract: TableContract, frame: pl.DataFrame) -> pl.DataFrame:
-    if contract.name != "experiments":
-        return frame
-    exprs = []
-    for name, value in EXPERIMENT_DEFAULTS.items():
-        if isinstance(value, float):
-            exprs.append(pl.col(name).fill_null(pl.when(pl.col(f"{name}__text").is_null()).then(value)))
-        else:
-            exprs.append(pl.col(name).fill_null(pl.lit(value)))
-    return frame.with_columns(exprs)
-
-
-def _parse_failures(contract: TableContract, frame: pl.DataFrame, day: str, fail) -> None:
-    objects = frame.get_column("is_object").cast(pl.Boolean)
-    records = frame.get_column("record").to_list()
-    for i, ok in enumerate(objects.to_list()):
-        if not ok:
-            record = records[i] or ""
-            if record.startswith("unreadable file: "):
-                fail(i, "unreadable_file", record.removeprefix("unreadable file: "))
-            else:
-                fail(i, "malformed_record", "not a JSON object")
-    for f in contract.fields:
-        text = frame.get_column(f"{f.name}__text")
-        typed = frame.get_column(f.name)
-        if f.required and not (contract.name == "experiments" and f.name in EXPERIMENT_DEFAULTS):
-            for i in (text.is_null() & objects).arg_true().to_list():
-                fail(i, "missing_field", f"required field {f.name} is missing or null")
-        for i in (text.is_not_null() & typed.is_null()).arg_true().to_list():
-            fail(i, "bad_type", f"{f.name}={text[i]!r} is not a valid {f.sql_type}")
-    event = frame.get_column(contract.event_time)
-    event_day = event.dt.convert_time_zone("UTC").dt.strftime("%Y-%m-%d")
-    for i in (event.is_not_null() & (event_day != day)).arg_true().to_list():
-        fail(i, "wrong_partition", f"{contract.event_time} falls on {event_day[i]} UTC, not on the partition day {day}")
-
-
-def _registration_failures(frame: pl.DataFrame, fail) -> None:
-    """Structure of a registration: arms, allocations, control arm, guardrails, caps."""
-    columns = ["arms", "control_arm", "primary_metric", "baseline_sd", "guardrails", "metric_caps"]
-    for i, row in enumerate(frame.select(columns).iter_rows(named=True)):
-        if row["arms"] is None:
-            continue
+    lines = [json.dumps(r, default=str) for r in records]
+    days = []
+    for r in records:
         try:
-            arms = json.loads(row["arms"])
-            names = [a["name"] for a in arms]
-            shares = [float(a["allocation"]) for a in arms]
-        except (TypeError, KeyError, ValueError, json.JSONDecodeError):
-            fail(i, "bad_arms", "arms must be a list of {name, payload, allocation}")
-            continue
-        if len(names) < 2 or len(set(names)) != len(names) or not all(isinstance(n, str) and n for n in names):
-            fail(i, "bad_arms", f"arms need at least two distinct non-empty names, got {names}")
-        if not all(math.isfinite(s) and s > 0 for s in shares) or abs(sum(shares) - 1.0) > 1e-6:
-            fail(i, "bad_allocation", f"allocations must be positive and sum to 1, got {shares}")
-        if row["control_arm"] is not None and row["control_arm"] not in names:
-            fail(i, "unknown_control_arm", f"control_arm {row['control_arm']!r} is not one of the arms {names}")
-        if row["primary_metric"] not in (None, "success") and row["baseline_sd"] is None:
-            fail(i, "missing_field", f"baseline_sd is required for the continuous metric {row['primary_metric']}")
-        try:
-            guardrails = json.loads(row["guardrails"] or "[]")
-            for g in guardrails:
-                ok = g["metric"] in METRICS and g["direction"] in ("increase", "decrease")
-                if not ok or not (math.isfinite(float(g["margin"])) and float(g["margin"]) > 0):
-                    raise ValueError(g)
-        except (TypeError, KeyError, ValueError, json.JSONDecodeError):
-            fail(i, "bad_guardrails", f"guardrails must be a list of {{metric, direction, margin > 0}}, got {row['guardrails']}")
-        try:
-            caps = json.loads(row["metric_caps"] or "{}")
-            if not isinstance(caps, dict) or any(
-                k not in ("time_minutes", "tokens") or not float(v) > 0 for k, v in caps.items()
-            ):
-                raise ValueError(caps)
-        except (TypeError, ValueError, json.JSONDecodeError):
-            fail(i, "bad_metric_caps", f"metric_caps must map time_minutes/tokens to a cap > 0, got {row['metric_caps']}")
-
-
-def _model_failures(contract: TableContract, frame: pl.DataFrame, failures: dict, fail) -> None:
-    """Pandera domain rules on the rows that parsed."""
-    parsed = [i for i in range(frame.height) if i not in failures]
-    if not parsed:
-        return
-    subset = frame[parsed].select(contract.field_names)
-    try:
-        contract.model.validate(subset, lazy=True)
-    except pa.errors.SchemaErrors as errors:
-        cases = errors.failure_cases
-        for case in cases.iter_rows(named=True):
-            index = case.get("index")
-            column = case.get("column") or contract.model.__name__
-            check = str(case["check"])
-            if index is None:  # a schema-level failure (e.g. wrong dtype) hits every row
-                for i in parsed:
-                    fail(i, "schema", f"{column}: {check}")
-                continue
-            if column == contract.model.__name__:  # a row-level check: "name: explanation"
-                rule, _, explanation = check.partition(": ")
-                fail(parsed[int(index)], rule, explanation or check)
-                continue
-            rule = f"{column}:{check}"
-            fail(parsed[int(index)], rule, f"value {case['failure_case']!r} fails {case['check']}")
-
-
-def _cross_row_failures(con, contract: TableContract, frame: pl.DataFrame, day: str, failures: dict, fail) -> None:
-    """Key uniqueness and references, against candidates that passed so far."""
-    ok = [i for i in range(frame.height) if i not in failures]
-    candidate = frame[ok].with_columns(pl.Series("row_index", ok, dtype=pl.Int64))
-    con.register("candidate", candidate.select(["row_index", *LINEAGE, *contract.field_names]))
-    try:
-        key = ", ".join(f'"{k}"' for k in contract.key)
-        sql = load_sql("find_duplicate_keys").format(key=key, staged=f"staged_{contract.name}")
-        for row_index, where in con.execute(sql, {"day": day}).fetchall():
-            fail(row_index, "duplicate_key", f"({', '.join(contract.key)}) already staged {where}; later records are refused")
-        for name, rule in REFERENCE_RULES.get(contract.name, ()):
-            for row_index, reason in con.execute(load_sql(name)).fetchall():
-                fail(row_index, rule, reason)
-    finally:
-        con.unregister("candidate")
-
-
-# Reference rules per table: (SQL file returning (row_index, reason), rule name).
-REFERENCE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
-    "assignments": (
-        ("find_unregistered_assignments", "unknown_experiment"),
-        ("find_undeclared_assignment_arms", "arm_not_declared"),
-        ("find_assignments_before_registration", "assigned_before_registration"),
-    ),
-    "outcomes": (("find_outcomes_before_assignment", "outcome_before_assignment"),),
-    "experiment_events": (("find_unregistered_experiment_events", "unknown_experiment"),),
-    "arm_snapshots": (("find_undeclared_snapshot_arms", "arm_not_declared"),),
-}
+            day = dt.datetime.fromisoformat(str(r.get(contract.event_time)).replace("Z", "+00:00"))
+            day = (day if day.tzinfo else day.replace(tzinfo=dt.timezone.utc)).astimezone(dt.timezone.utc).date()
+        except ValueError:
+            day = dt.date(1970, 1, 1)
+        days.append(day)
+    frame = pl.DataFrame(
+        {"__partition_day": days, "__source_file": ["check"] * len(lines), "__source_row": list(range(1, len(lines) + 1)),
+         "__record": lines, "__error": [None] * len(lines), "__encoding_error": [False] * len(lines)},
+        schema={"__partition_day": pl.Date, "__source_file": pl.String, "__source_row": pl.Int64, "__record": pl.String,
+                "__error": pl.String, "__encoding_error": pl.Boolean},
+    )
+    problems: list[list[tuple[str, str]]] = [[] for _ in records]
+    with duckdb.connect() as con:
+        con.execute("SET TimeZone = 'UTC'")
+        con.register("records", frame)
+        rows = con.execute(
+            f"SELECT source_row, reason, CAST(arms AS VARCHAR), control_arm, CAST(guardrails AS VARCHAR), "
+            f"CAST(metric_caps AS VARCHAR) FROM ({candidate_select(contract, Source('json', 'records'))})"
+            if table == "experiments" else
+            f"SELECT source_row, reason FROM ({candidate_select(contract, Source('json', 'records'))})"
+        ).fetchall()
+    for row in rows:
+        found = problems[row[0] - 1]
+        if row[1]:
+            found += [tuple(part.split(": ", 1)) for part in row[1].split("; ")]
+        elif table == "experiments":
+            found += registration_problems(*row[2:])
+    return problems

@@ -40,7 +40,7 @@ class LandingStore(dg.ConfigurableResource):
         folder = Path(self.root) / table / day
         if not folder.is_dir():
             return []
-        return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in FILE_SUFFIXES)
+        return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in FILE_SUFFIXES and not p.name.startswith("."))
 
     def days(self) -> list[str]:
         """Every UTC day (``YYYY-MM-DD``) that has at least one landed file, sorted."""
@@ -84,6 +84,30 @@ class LandingStore(dg.ConfigurableResource):
             elif path.suffix.lower() not in FILE_SUFFIXES:
                 strays.append((table, str(rel), "unsupported_file_type", f"suffix {path.suffix or '(none)'} is not one of {FILE_SUFFIXES}"))
         return strays
+
+    def table_fingerprints(self, table: str) -> dict[str, dict[str, tuple[int, int]]]:
+        """{day: {file name: (size in bytes, mtime in ns)}} of every landed file of ``table``.
+
+        Only valid ``YYYY-MM-DD`` day folders and supported file types count (others are
+        reported by :meth:`stray_files`). Raises ``ValueError`` for an unknown table.
+        """
+        if table not in LANDING_TABLES:
+            raise ValueError(f"unknown landing table {table!r}; expected one of {LANDING_TABLES}")
+        base = Path(self.root) / table
+        out: dict[str, dict[str, tuple[int, int]]] = {}
+        if not base.is_dir():
+            return out
+        for folder in base.iterdir():
+            if not (folder.is_dir() and _DAY.match(folder.name) and _valid_day(folder.name)):
+                continue
+            files = {}
+            for path in folder.iterdir():
+                if path.is_file() and path.suffix.lower() in FILE_SUFFIXES and not path.name.startswith("."):
+                    stat = path.stat()
+                    files[path.name] = (stat.st_size, stat.st_mtime_ns)
+            if files:
+                out[folder.name] = files
+        return out
 
     def fingerprint(self, day: str) -> list[tuple[str, str, int, int]]:
         """(table, file name, size in bytes, mtime in ns) of every file landed on ``day``."""

@@ -16,24 +16,24 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
+from contracts.schema import staged_ddl
+from contracts.tables import CONTRACTS
 from sql import load_sql
 
-# DDL applied on every write connection, in order; each statement is idempotent.
+# DDL applied on every write connection, in order; each statement is idempotent. The staged
+# and held tables of the landing contracts follow (their DDL derives from contracts.tables).
 SCHEMA_FILES: tuple[str, ...] = (
+    "create_internal_schema",
     "create_landing_manifest",
-    "alter_landing_manifest_add_staged_at",
-    "create_raw_records",
+    "create_pending_days",
+    "create_staging_state",
     "create_quarantine",
-    "create_staged_experiments",
-    "create_staged_experiment_events",
-    "create_staged_sessions",
-    "create_staged_assignments",
-    "create_staged_outcomes",
-    "create_staged_admission_events",
-    "create_staged_arm_snapshots",
     "create_experiment_plans",
     "create_experiment_analysis",
 )
+# Tables of the layout before the archive (raw rows as JSON text, staged DDL of its own):
+# their contents derive from the landing folder, so they are dropped and rebuilt.
+_LEGACY_TABLES = ("raw_records", "landing_manifest", *(c.staged_table for c in CONTRACTS.values()))
 
 
 class Warehouse(dg.ConfigurableResource):
@@ -47,6 +47,12 @@ class Warehouse(dg.ConfigurableResource):
 
     path: str
     lock_timeout_s: float = 600.0
+
+    @property
+    def archive_dir(self) -> Path:
+        """Folder of the archived landed files: ``<warehouse file stem>_archive`` beside it."""
+        path = Path(self.path)
+        return path.with_name(f"{path.stem}_archive")
 
     @contextmanager
     def connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -64,8 +70,7 @@ class Warehouse(dg.ConfigurableResource):
         try:
             con.execute("SET TimeZone = 'UTC'")
             if not read_only:
-                for name in SCHEMA_FILES:
-                    con.execute(load_sql(name))
+                ensure_schema(con)
             yield con
         finally:
             con.close()
@@ -103,3 +108,22 @@ def transaction(con: duckdb.DuckDBPyConnection, **frames: object) -> Iterator[du
     finally:
         for name in frames:
             con.unregister(name)
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create every table of the warehouse that is missing (idempotent).
+
+    A warehouse written before the archive layout (it has ``raw_records``) loses its raw,
+    staged and manifest tables, which the next run rebuilds from the landing folder;
+    frozen plans and past looks are kept.
+    """
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+    if "raw_records" in tables:
+        for name in _LEGACY_TABLES:
+            con.execute(f"DROP TABLE IF EXISTS {name}")
+        con.execute("DELETE FROM quarantine WHERE stage IN ('contract', 'landing')")
+    for name in SCHEMA_FILES:
+        con.execute(load_sql(name))
+    for contract in CONTRACTS.values():
+        con.execute(staged_ddl(contract))
+        con.execute(staged_ddl(contract, held=True))

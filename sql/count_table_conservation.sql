@@ -1,7 +1,9 @@
--- Row conservation of one landing table over every partition: raw = staged + quarantined.
+-- Row conservation of one landing table over every day: raw rows of the current landed files
+-- (as counted when archived) = staged + contract-quarantined rows.
 -- {staged} is a staged table name from the fixed list in contracts.tables.
 WITH raw AS (
-    SELECT partition_day, count(*) AS n FROM raw_records WHERE table_name = $table GROUP BY ALL
+    SELECT partition_day, sum(row_count) AS n FROM landing_manifest
+    WHERE table_name = $table AND superseded_at IS NULL GROUP BY ALL
 ), staged AS (
     SELECT partition_day, count(*) AS n FROM {staged} GROUP BY ALL
 ), quarantined AS (

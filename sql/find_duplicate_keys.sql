@@ -1,14 +1,19 @@
--- Candidates whose key repeats an earlier candidate of this partition or a row staged in
--- another partition. {key} and {staged} come from the contract fixed lists.
-WITH ranked AS (
-    SELECT row_index, {key},
-           row_number() OVER (PARTITION BY {key} ORDER BY source_file, source_row) AS k
-    FROM candidate
+-- Rows of `subject` (the staged state after this run's replacements) whose key repeats an
+-- earlier row, by (partition_day, source_file, source_row): the first row is kept, so a
+-- correction and a fresh load of the same files keep the same row. {key} comes from the
+-- contract's fixed list.
+WITH repeated AS (
+    SELECT {key} FROM subject GROUP BY ALL HAVING count(*) > 1
+), ranked AS (
+    SELECT s.partition_day, s.source_file, s.source_row,
+           row_number() OVER w AS k,
+           first_value(s.source_file) OVER w AS first_file,
+           first_value(s.source_row) OVER w AS first_row,
+           first_value(s.partition_day) OVER w AS first_day
+    FROM subject s SEMI JOIN repeated USING ({key})
+    WINDOW w AS (PARTITION BY {key} ORDER BY s.partition_day, s.source_file, s.source_row)
 )
-SELECT r.row_index, 'earlier in this partition' AS where_found
-FROM ranked r WHERE r.k > 1
-UNION ALL
-SELECT r.row_index, 'in partition ' || CAST(min(s.partition_day) AS VARCHAR)
-FROM ranked r JOIN {staged} s USING ({key})
-WHERE r.k = 1 AND s.partition_day <> CAST($day AS DATE)
-GROUP BY r.row_index
+SELECT partition_day, source_file, source_row,
+       'the key ({key_names}) repeats ' || first_file || ' row ' || CAST(first_row AS VARCHAR) || ' of '
+       || CAST(first_day AS VARCHAR) || '; the first row is kept' AS reason
+FROM ranked WHERE k > 1

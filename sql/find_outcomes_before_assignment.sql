@@ -1,6 +1,7 @@
-SELECT c.row_index,
+SELECT c.partition_day, c.source_file, c.source_row,
        'recorded at ' || CAST(c.recorded_at AS VARCHAR) || ', before its assignment at '
-       || CAST(min(a.assigned_at) AS VARCHAR) AS reason
-FROM candidate c JOIN staged_assignments a USING (session_id)
-GROUP BY c.row_index, c.recorded_at
-HAVING c.recorded_at < min(a.assigned_at)
+       || CAST(a.first_assigned_at AS VARCHAR) AS reason
+FROM subject c JOIN (
+    SELECT session_id, min(assigned_at) AS first_assigned_at FROM staged_assignments GROUP BY ALL
+) a USING (session_id)
+WHERE c.recorded_at < a.first_assigned_at

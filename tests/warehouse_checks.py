@@ -6,10 +6,15 @@ from contracts.tables import CONTRACTS
 
 
 def conservation_gaps(con: duckdb.DuckDBPyConnection, tables=tuple(CONTRACTS)) -> dict[str, tuple[int, int, int]]:
-    """Tables whose raw rows differ from staged + contract-quarantined rows: {table: (raw, staged, quarantined)}."""
+    """Tables whose raw rows differ from staged + contract-quarantined rows: {table: (raw, staged, quarantined)}.
+
+    Raw rows are those of the current landed files as counted when archived.
+    """
     gaps = {}
     for table in tables:
-        raw = con.execute("SELECT count(*) FROM raw_records WHERE table_name = ?", [table]).fetchone()[0]
+        raw = con.execute(
+            "SELECT coalesce(sum(row_count), 0) FROM landing_manifest WHERE table_name = ? AND superseded_at IS NULL", [table]
+        ).fetchone()[0]
         staged = con.execute(f"SELECT count(*) FROM staged_{table}").fetchone()[0]
         quarantined = con.execute(
             "SELECT count(*) FROM quarantine WHERE source_table = ? AND stage = 'contract'", [table]
@@ -17,3 +22,10 @@ def conservation_gaps(con: duckdb.DuckDBPyConnection, tables=tuple(CONTRACTS)) -
         if raw != staged + quarantined:
             gaps[table] = (raw, staged, quarantined)
     return gaps
+
+
+def table_rows(con: duckdb.DuckDBPyConnection, table: str, drop: tuple[str, ...] = ()) -> list[tuple]:
+    """Every row of ``table`` without the columns in ``drop``, sorted: for comparing warehouses."""
+    columns = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall() if r[0] not in drop]
+    listed = ", ".join(f'"{c}"' for c in columns)
+    return con.execute(f"SELECT {listed} FROM {table} ORDER BY ALL").fetchall()

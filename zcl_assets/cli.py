@@ -56,13 +56,15 @@ def _parse_map(pairs: tuple[str, ...]) -> dict[str, str] | None:
 @import_group.command("ab-export")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--experiment", "experiment_id", required=True, help="Experiment id to register the export under.")
+@click.option("--arm", "arms", multiple=True, metavar="NAME", help="A declared arm (repeatable); default: the arms of --variant.")
+@click.option("--variant", "variants", multiple=True, metavar="ARM=VALUE", help="Delivered value of an arm, e.g. control=old_page (repeatable).")
+@click.option("--control-arm", default="control", show_default=True)
 @click.option("--unit-column", default="user_id", show_default=True)
 @click.option("--timestamp-column", default="timestamp", show_default=True)
 @click.option("--assigned-column", default="group", show_default=True, help="Column of the assigned arm (the coin).")
-@click.option("--delivered-column", default="landing_page", show_default=True, help="Column of the variant actually delivered.")
+@click.option("--delivered-column", default="landing_page", show_default=True,
+              help="Column of the variant actually delivered ('' if delivery equals assignment).")
 @click.option("--outcome-column", default="converted", show_default=True, help="Binary outcome column (0/1 or true/false).")
-@click.option("--variant", "variants", multiple=True, metavar="ARM=VALUE", help="Delivered value of an arm, e.g. control=old_page (repeatable).")
-@click.option("--control-arm", default="control", show_default=True)
 @click.option("--org", "org_id", default="default", show_default=True)
 @click.option("--task-type", default="ab_export", show_default=True)
 @click.option("--mde", type=float, default=0.01, show_default=True, help="Absolute minimum detectable effect.")
@@ -73,20 +75,30 @@ def _parse_map(pairs: tuple[str, ...]) -> dict[str, str] | None:
 @click.option("--unit", "randomization_unit", type=click.Choice(["user", "session"]), default="user", show_default=True)
 @click.option("--sessions-per-unit", type=click.Choice(["one", "many"]), default="one", show_default=True, help="'one': a repeated unit is a defect.")
 @click.pass_obj
-def import_ab_export_command(obj, file, variants, **options) -> None:
+def import_ab_export_command(obj, file, arms, variants, delivered_column, **options) -> None:
     """Import a unit-level A/B export FILE (CSV or Parquet) as one registered experiment."""
-    from zcl_assets.importers.ab_export import import_ab_export
+    from zcl_assets.importers.ab_export import AbExportOptions, import_ab_export
 
     try:
-        summary = import_ab_export(file, obj["landing"], variant_map=_parse_map(variants), **options)
+        settings = AbExportOptions(
+            arms=tuple(arms), variant_map=_parse_map(variants) or {}, delivered_column=delivered_column or None, **options
+        )
+        summary = import_ab_export(file, obj["landing"], settings)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(
-        f"landed {summary.rows_read} rows of {file} as experiment {options['experiment_id']} "
+        f"landed {summary.rows_read:,} rows of {file} as experiment {settings.experiment_id} "
         f"(arms {', '.join(summary.arms)}; registered at {summary.registered_at}) in {len(summary.files_written)} files "
-        f"under {obj['landing']}; {summary.mismatched_rows} rows whose delivered variant differs from the assignment "
-        f"and {summary.unparseable_rows} unparseable rows will be quarantined by `zcl run`"
+        f"under {obj['landing']}"
+        + (f", {len(summary.files_removed)} files of an earlier import removed" if summary.files_removed else "")
     )
+    click.echo(
+        f"`zcl run` will quarantine {summary.mismatched_rows:,} rows whose delivered variant differs from the assignment "
+        f"and {summary.unparseable_rows:,} unparseable rows"
+    )
+    if summary.undeclared_labels:
+        listed = ", ".join(f"{label!r} ({n:,} rows)" for label, n in summary.undeclared_labels.items())
+        click.echo(f"warning: groups that are not declared arms, quarantined as arm_not_declared: {listed}", err=True)
 
 
 @import_group.command("arm-snapshots")
@@ -145,27 +157,36 @@ def _ensure_dagster_home() -> Path:
     return path
 
 
+def _look_day(as_of: str | None, option: str = "--as-of") -> str:
+    """A valid UTC day that has begun (default today); ``click.BadParameter`` otherwise."""
+    if as_of is None:
+        return _today()
+    try:
+        day = dt.date.fromisoformat(as_of)
+    except ValueError as exc:
+        raise click.BadParameter(f"{as_of!r} is not a date of the form YYYY-MM-DD ({exc})", param_hint=option) from exc
+    if day.isoformat() > _today():
+        raise click.BadParameter(
+            f"{as_of} has not begun yet (today is {_today()} UTC): a look covers days that have begun", param_hint=option
+        )
+    return day.isoformat()
+
+
 @main.command("run")
 @click.option("--as-of", default=None, help="UTC day of the look (YYYY-MM-DD) [default: today].")
 @click.pass_obj
 def run_command(obj, as_of: str | None) -> None:
-    """Load every landed day not yet loaded, then take the night's look, as the schedule does."""
-    import dagster as dg
+    """Load every landed file not yet loaded, then take the night's look, as the schedule does."""
+    from zcl_assets.runner import open_instance, run_night
 
-    from zcl_assets.runner import run_night
-
-    as_of = as_of or _today()
-    try:
-        dt.date.fromisoformat(as_of)
-    except ValueError as exc:
-        raise click.BadParameter(f"--as-of must be YYYY-MM-DD, got {as_of!r}") from exc
+    as_of = _look_day(as_of)
     home = _ensure_dagster_home()
-    with dg.DagsterInstance.get() as instance:
+    with open_instance(home) as instance:
         results = run_night(instance, as_of, echo=click.echo, log_level="WARNING")
     if results and not results[-1].success:
         click.echo(f"run {results[-1].run_id} failed; open `make dev` (DAGSTER_HOME={home}) to see why", err=True)
         sys.exit(1)
-    _print_report(obj["warehouse"], as_of, as_json=False)
+    _print_report(obj["warehouse"], as_of, as_json=False, after_run=True)
 
 
 @main.command("report")
@@ -186,24 +207,30 @@ def report_command(obj, as_of: str | None, experiments: tuple[str, ...], orgs: t
                   html_file=html_file)
 
 
-def _print_report(warehouse: Path, as_of: str | None, as_json: bool, experiments: tuple[str, ...] = (),
-                  orgs: tuple[str, ...] = (), all_metrics: bool = False, html_file: str | None = None) -> None:
+def _print_report(warehouse: Path, as_of: str | None, as_json: bool, after_run: bool = False,
+                  experiments: tuple[str, ...] = (), orgs: tuple[str, ...] = (), all_metrics: bool = False,
+                  html_file: str | None = None) -> None:
     from resources import Warehouse
 
     if as_of is not None:
         try:
             dt.date.fromisoformat(as_of)
         except ValueError as exc:
-            raise click.BadParameter(f"--as-of must be YYYY-MM-DD, got {as_of!r}") from exc
+            raise click.BadParameter(f"{as_of!r} is not a date of the form YYYY-MM-DD ({exc})", param_hint="--as-of") from exc
     from zcl_assets.reports.experiments import load_views
     from zcl_assets.reports.summary import look_summary
     from zcl_assets.reports.text import render_report
 
+    registered = None
     try:
         with Warehouse(path=str(warehouse)).connect(read_only=True) as con:
+            registered = con.execute("SELECT count(*) FROM staged_experiments").fetchone()[0] if after_run else None
             views = load_views(con, as_of, experiment_ids=experiments, org_ids=orgs)
             summary = look_summary(con, as_of) if as_json else None
     except (FileNotFoundError, LookupError) as exc:
+        if after_run and not registered:
+            click.echo(f"no experiment is registered yet, so the look as of {as_of} has nothing to analyse")
+            return
         raise click.ClickException(str(exc)) from exc
     if html_file:
         from zcl_assets.reports.html import plot_all, render_html

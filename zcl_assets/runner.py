@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import dagster as dg
+from filelock import FileLock
 
 from zcl_assets.definitions import build_resources, defs
 from zcl_assets.defs.nightly import plan_requests
@@ -19,9 +22,9 @@ from zcl_assets.defs.nightly import plan_requests
 def run_night(
     instance: dg.DagsterInstance, as_of: str, echo: Callable[[str], None] = lambda _: None, log_level: str = "INFO"
 ) -> list[dg.ExecuteInProcessResult]:
-    """Ingest every changed landed day, then take the look ``as_of``; stop at the first failed run.
+    """Ingest what changed, then take the look ``as_of``, in one run of ``nightly_job``.
 
-    ``log_level`` sets the console logger of each run (the full event log is in the instance).
+    ``log_level`` sets the console logger of the run (the full event log is in the instance).
 
     Returns the results of the runs made, in order (the last one failed if any did).
     """
@@ -34,10 +37,9 @@ def run_night(
         echo(f"warning: landed file not read: {path} ({rule}: {reason})")
     for request in plan_requests(resources["landing"], resources["warehouse"], as_of):
         job = definitions.resolve_job_def(request.job_name)
-        first = request.tags.get("dagster/asset_partition_range_start", "-")
-        last = request.tags.get("dagster/asset_partition_range_end", "-")
-        days = f"landed days {first}..{last}" if first != "-" else "no changed landed days"
-        echo(f"run {request.job_name}: {days}" + (f", look as of {as_of}" if request.job_name == "nightly_job" else ""))
+        ingesting = sorted({k.path[-1].split("_", 1)[1] for k in request.asset_selection or [] if k.path[-1].startswith("raw_")})
+        what = f"loading {', '.join(ingesting)}" if ingesting else "no changed landed files"
+        echo(f"run {request.job_name}: {what}, look as of {as_of}")
         result = job.execute_in_process(
             instance=instance,
             tags={**request.tags, **_owner_tags()},
@@ -49,6 +51,30 @@ def run_night(
         if not result.success:
             break
     return results
+
+
+@contextmanager
+def open_instance(home: Path) -> Iterator[dg.DagsterInstance]:
+    """The Dagster instance at ``home`` (``DAGSTER_HOME``), created safely by concurrent processes.
+
+    Dagster creates its SQLite storages on first use; two processes doing so at once race
+    on creating the same tables. A file lock (``filelock``) in ``home`` serialises creation
+    and a first read of each storage, then the instance is used without the lock.
+    """
+    with FileLock(str(home / ".instance.lock"), timeout=300):
+        instance = dg.DagsterInstance.get()
+        try:
+            instance.get_runs(limit=1)
+            instance.get_run_records(limit=1)
+            instance.all_instigator_state()
+            instance.event_log_storage.get_concurrency_keys()
+        except BaseException:
+            instance.dispose()
+            raise
+    try:
+        yield instance
+    finally:
+        instance.dispose()
 
 
 HOST_TAG = "zcl/host"

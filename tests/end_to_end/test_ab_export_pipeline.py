@@ -15,7 +15,7 @@ from statsmodels.stats.proportion import confint_proportions_2indep
 
 from tests.conftest import AB_DATA, require_shared_data
 from tests.warehouse_checks import conservation_gaps
-from zcl_assets.importers.ab_export import import_ab_export
+from zcl_assets.importers.ab_export import AbExportOptions, import_ab_export
 from zcl_assets.runner import run_night
 
 # Independent computation over the CSV, not through the pipeline.
@@ -49,7 +49,8 @@ def test_ab_data_end_to_end(pipeline_paths, instance):
     require_shared_data(AB_DATA)
     landing, warehouse = pipeline_paths
     import_ab_export(
-        AB_DATA, landing, experiment_id="udacity-landing-page", variant_map={"control": "old_page", "treatment": "new_page"}
+        AB_DATA, landing,
+        AbExportOptions(experiment_id="udacity-landing-page", variant_map={"control": "old_page", "treatment": "new_page"}),
     )
     results = run_night(instance, "2017-01-31")
     assert results and all(r.success for r in results)
@@ -71,7 +72,9 @@ def test_ab_data_end_to_end(pipeline_paths, instance):
         }
         # Nothing lost: raw = staged + quarantined per landing table, and assignments = experience + excluded.
         assert conservation_gaps(con, ("experiments", "sessions", "assignments", "outcomes")) == {}
-        assert con.execute("SELECT count(*) FROM raw_records WHERE table_name = 'sessions'").fetchone()[0] == 294478
+        assert con.execute(
+            "SELECT sum(row_count) FROM landing_manifest WHERE table_name = 'sessions' AND superseded_at IS NULL"
+        ).fetchone()[0] == 294478
         kept = con.execute("SELECT count(*) FROM experience").fetchone()[0]
         assert kept + sum(by_rule.values()) == 294478
         row = con.execute(

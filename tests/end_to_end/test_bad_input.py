@@ -95,8 +95,7 @@ def test_bad_input_is_quarantined_with_its_rule(landed, instance):
         ("assignments", "bad_landing_path"): 1,        # day folder 2026-13-45
         ("assignments", "unsupported_file_type"): 1,   # notes.txt
         ("sessions", "ended_after_started"): 1,
-        ("arm_snapshots", "bad_type"): 1,
-        ("arm_snapshots", "mean:not_nullable"): 1,     # NaN: pandera counts it as missing
-        ("arm_snapshots", "variance:finite"): 1,
+        ("arm_snapshots", "bad_type"): 2,              # n="abc", and mean="NaN": text is not a JSON number
+        ("arm_snapshots", "not_finite"): 1,            # variance Infinity
         ("assignments", "no_session"): 2,              # s6 has none; s1's was quarantined (experience stage)
     }

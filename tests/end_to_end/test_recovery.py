@@ -13,16 +13,13 @@ from zcl_assets.simulation.sessions import simulate_sessions
 def test_loaded_but_unstaged_days_are_staged_by_the_next_run(pipeline_paths, instance):
     landing, warehouse = pipeline_paths
     simulate_sessions(landing, seed=3, start="2026-10-01", days=3, inject_dirty=False)
-    # The first run dies after loading raw rows and before staging them.
+    # The first run dies after loading (archiving) and before staging.
     job = defs().resolve_job_def("ingest_job")
-    raw_only = job.execute_in_process(
-        instance=instance,
-        tags={"dagster/asset_partition_range_start": "2026-10-01", "dagster/asset_partition_range_end": "2026-10-03"},
-        asset_selection=[dg.AssetKey(f"raw_{t}") for t in CONTRACTS],
-    )
+    raw_only = job.execute_in_process(instance=instance, asset_selection=[dg.AssetKey(f"raw_{t}") for t in CONTRACTS])
     assert raw_only.success
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        assert con.execute("SELECT count(*) FROM raw_records").fetchone()[0] > 0
+        assert con.execute("SELECT count(*) FROM landing_manifest").fetchone()[0] > 0
+        assert con.execute("SELECT count(*) FROM internal.pending_days").fetchone()[0] > 0
         assert con.execute("SELECT count(*) FROM staged_sessions").fetchone()[0] == 0
 
     results = run_night(instance, "2026-10-03")
@@ -30,4 +27,4 @@ def test_loaded_but_unstaged_days_are_staged_by_the_next_run(pipeline_paths, ins
     with duckdb.connect(str(warehouse), read_only=True) as con:
         assert conservation_gaps(con) == {}
         assert con.execute("SELECT count(*) FROM staged_sessions").fetchone()[0] > 0
-        assert con.execute("SELECT count(*) FROM landing_manifest WHERE staged_at IS NULL").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM internal.pending_days").fetchone()[0] == 0

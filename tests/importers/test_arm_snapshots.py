@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from pathlib import Path
@@ -15,10 +16,14 @@ from zcl_assets.importers.arm_snapshots import import_arm_snapshots
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = REPO_ROOT / "bundled" / "asos_digital_experiments"
 ASOS = BUNDLE / "asos_digital_experiments_dataset.csv"
-SNAP = "read_json('{g}', format='newline_delimited', columns={{'experiment_id': 'VARCHAR', " \
-       "'arm': 'VARCHAR', 'metric': 'VARCHAR', 'at': 'VARCHAR', 'n': 'BIGINT', " \
-       "'mean': 'DOUBLE', 'variance': 'DOUBLE'}}, filename=true)"
+SNAP = "read_parquet('{g}', filename=true)"
 SRC = f"read_csv('{ASOS}', types={{'experiment_id': 'VARCHAR'}})"
+
+
+def utc_connection() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    return con
 
 
 def test_bundled_copy_is_unmodified():
@@ -38,8 +43,8 @@ def asos(tmp_path_factory):
 
 def test_snapshot_counts_match_source(asos):
     landing, s = asos
-    con = duckdb.connect()
-    snap = SNAP.format(g=landing / "arm_snapshots" / "*" / "*.jsonl")
+    con = utc_connection()
+    snap = SNAP.format(g=landing / "arm_snapshots" / "*" / "*.parquet")
     n_rows = con.sql(f"select count(*) from {SRC}").fetchone()[0]
     n_control = con.sql(
         f"select count(*) from (select distinct experiment_id, metric_id, time_since_start from {SRC})"
@@ -60,16 +65,16 @@ def test_snapshot_counts_match_source(asos):
     assert dup == 0
     # each record sits in the folder of its UTC day
     misplaced = con.sql(
-        f"select count(*) from {snap} where left(\"at\", 10) <> "
-        f"regexp_extract(filename, '(\\d{{4}}-\\d{{2}}-\\d{{2}})', 1) or not ends_with(\"at\", '+00:00')"
+        f"select count(*) from {snap} where strftime(\"at\", '%Y-%m-%d') <> "
+        f"regexp_extract(filename, '(\\d{{4}}-\\d{{2}}-\\d{{2}})', 1)"
     ).fetchone()[0]
     assert misplaced == 0
 
 
 def test_experiments_and_variant_arms(asos):
     landing, s = asos
-    con = duckdb.connect()
-    snap = SNAP.format(g=landing / "arm_snapshots" / "*" / "*.jsonl")
+    con = utc_connection()
+    snap = SNAP.format(g=landing / "arm_snapshots" / "*" / "*.parquet")
     assert con.sql(f"select count(distinct experiment_id) from {SRC}").fetchone()[0] == 78
     pairs = con.sql(
         f"select count(*) from (select distinct experiment_id, arm from {snap} where arm <> 'control')"
@@ -78,12 +83,14 @@ def test_experiments_and_variant_arms(asos):
     regs = read_lines(landing, "experiments")
     assert len(regs) == 78 and len(s.experiment_ids) == 78
     assert "036afc" in s.experiment_ids  # read as text, leading zero kept
+    for r in regs:
+        r["arms"] = json.loads(r["arms"])
     assert sum(len(r["arms"]) - 1 for r in regs) == 99
     for r in regs:
         shares = [a["allocation"] for a in r["arms"]]
         assert abs(sum(shares) - 1) < 1e-9 and len(set(shares)) == 1
         assert r["arms"][0]["name"] == "control" == r["control_arm"]
-        assert r["registered_at"] == "2021-01-03T23:59:59+00:00" and r["_day"] == "2021-01-03"
+        assert r["registered_at"] == dt.datetime(2021, 1, 3, 23, 59, 59, tzinfo=dt.timezone.utc) and r["_day"] == "2021-01-03"
         assert r["kind"] == "other" and r["primary_metric"] == "success"
         assert r["direction"] == "increase" and r["baseline_sd"] is None
         assert r["mde"] == pytest.approx(0.01 * r["baseline_mean"])
@@ -95,8 +102,8 @@ def test_experiments_and_variant_arms(asos):
 
 def test_values_times_and_nulls_preserved(asos):
     landing, _ = asos
-    con = duckdb.connect()
-    snap = SNAP.format(g=landing / "arm_snapshots" / "*" / "*.jsonl")
+    con = utc_connection()
+    snap = SNAP.format(g=landing / "arm_snapshots" / "*" / "*.parquet")
     t_nulls = con.sql(f"select count(*) from {SRC} where variance_t is null").fetchone()[0]
     c_nulls = con.sql(
         f"select count(*) from (select distinct experiment_id, metric_id, time_since_start, "
@@ -109,13 +116,13 @@ def test_values_times_and_nulls_preserved(asos):
         f"select n, mean, variance, \"at\" from {snap} where experiment_id = '036afc' "
         f"and arm = 'variant_2' and metric = 'success' order by \"at\" limit 1"
     ).fetchone()
-    assert row == (186_686, 0.10782811780208479, 0.09620121481334451, "2021-01-05T12:00:00+00:00")
+    assert row == (186_686, 0.10782811780208479, 0.09620121481334451, dt.datetime(2021, 1, 5, 12, tzinfo=dt.timezone.utc))
     # exact value round trip of every treatment snapshot: join back to the source
     mismatched = con.sql(
         f"select count(*) from {SRC} src left join {snap} s on s.experiment_id = src.experiment_id "
         f"and s.arm = 'variant_' || src.variant_id and s.metric = case when src.metric_id = 1 "
         f"then 'success' else 'metric_' || src.metric_id end "
-        f"and s.\"at\" = strftime(timestamp '2021-01-04' + to_microseconds(cast(round(src.time_since_start * 86400e6) as bigint)), '%Y-%m-%dT%H:%M:%S+00:00') "
+        f"and s.\"at\" = cast(timestamp '2021-01-04' + to_microseconds(cast(round(src.time_since_start * 86400e6) as bigint)) as timestamptz) "
         f"where s.n is distinct from cast(src.count_t as bigint) or s.mean is distinct from src.mean_t "
         f"or s.variance is distinct from src.variance_t"
     ).fetchone()[0]
@@ -140,12 +147,12 @@ def test_conflicting_controls_written_and_counted(tmp_path):
     ctrl = [r for r in snaps if r["arm"] == "control" and r["metric"] == "success"]
     assert sorted(r["n"] for r in ctrl) == [100, 101]
     late = [r for r in snaps if r["metric"] == "metric_2"]
-    assert {r["at"] for r in late} == {"2026-01-01T12:00:00+00:00"}
+    assert {r["at"] for r in late} == {dt.datetime(2026, 1, 1, 12, tzinfo=dt.timezone.utc)}
     assert all(r["variance"] is None for r in late)
     (reg,) = read_lines(tmp_path / "landing", "experiments")
-    assert [a["name"] for a in reg["arms"]] == ["control", "variant_1", "variant_2", "variant_3"]
+    assert [a["name"] for a in json.loads(reg["arms"])] == ["control", "variant_1", "variant_2", "variant_3"]
     assert reg["mde"] == pytest.approx(0.05) and reg["baseline_mean"] == 0.5
-    assert reg["registered_at"] == "2025-12-31T23:59:59+00:00"
+    assert reg["registered_at"] == dt.datetime(2025, 12, 31, 23, 59, 59, tzinfo=dt.timezone.utc)
     assert reg["min_samples_per_arm"] == 5 and reg["org_id"] == "o"
 
 

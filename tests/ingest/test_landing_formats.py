@@ -4,9 +4,9 @@ import json
 
 import polars as pl
 
-from contracts.validate import validate_partition
 from resources import LandingStore, Warehouse
-from zcl_assets.ingest.partition_io import load_raw_partition, stage_partition
+from zcl_assets.ingest.archive import load_table
+from zcl_assets.ingest.staging import stage_table
 
 ARMS = [{"name": "control", "payload": {"docs": ["a"]}, "allocation": 0.5}, {"name": "treatment", "payload": {}, "allocation": 0.5}]
 REGISTRATION = {
@@ -27,14 +27,23 @@ def test_jsonl_csv_and_parquet_stage_the_same_registration(tmp_path):
     pl.DataFrame([{**as_text, "experiment_id": "e3"}]).write_parquet(day / "c.parquet")
     warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
     with warehouse.connect() as con:
-        load_raw_partition(con, LandingStore(root=str(landing)), "experiments", "2026-10-01")
-        result = validate_partition(con, "experiments", "2026-10-01")
-        assert result.quarantined.height == 0, result.quarantined.to_dicts()
-        staged = result.staged.sort("experiment_id")
+        loaded = load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "experiments")
+        assert [(d.partition_day, d.files, d.rows, d.change) for d in loaded.days] == [("2026-10-01", 3, 3, "new")]
+        result = stage_table(con, "experiments")
+        quarantined = con.execute("SELECT rule, reason FROM quarantine").fetchall()
+        assert quarantined == []
+        assert result.days == [("2026-10-01", 3, 3, 0)]
+        staged = con.execute("SELECT * FROM staged_experiments ORDER BY experiment_id").pl()
         assert staged.get_column("experiment_id").to_list() == ["e1", "e2", "e3"]
+        assert staged.get_column("source_file").to_list() == ["a.jsonl", "b.csv", "c.parquet"]
         # Nested fields arrive as the same JSON whatever the file format.
         assert [json.loads(a) for a in staged.get_column("arms")] == [ARMS] * 3
         assert [json.loads(c) for c in staged.get_column("metric_caps")] == [{"time_minutes": 120}] * 3
+        # Optional fields left out get their contract defaults.
+        assert staged.get_column("sessions_per_unit").to_list() == ["many"] * 3
+        assert [json.loads(g) for g in staged.get_column("guardrails")] == [[]] * 3
+        assert staged.get_column("expected_verified_share").to_list() == [1.0] * 3
         # The +02:00 offset is kept: 08:00+02:00 is 06:00 UTC, on the partition day.
         assert {t.hour for t in staged.get_column("registered_at")} == {6}
-        assert stage_partition(con, "experiments", "2026-10-01").staged == 3
+        # Staging again with nothing pending changes nothing.
+        assert not stage_table(con, "experiments").rechecked

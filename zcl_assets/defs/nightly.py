@@ -1,9 +1,9 @@
 """The nightly job, its schedule and the landing sensor.
 
-The schedule and ``zcl run`` plan the same way (``zcl_assets.ingest.changes``): landed days that
-changed since they were loaded are grouped into blocks of consecutive days; every block but
-the last is ingested in its own run, and the last block runs together with the night's
-look (the analysis assets) in one run of ``nightly_job``.
+The schedule, the sensor and ``zcl run`` plan the same way (``zcl_assets.ingest.changes``):
+the landing tables whose files changed since they were loaded are loaded and staged, with
+the tables whose cross-row rules read them, in one run; ``nightly_job`` then takes the
+night's look (the experience and analysis assets). With nothing changed, only the look runs.
 """
 
 import datetime as dt
@@ -11,25 +11,20 @@ import datetime as dt
 import dagster as dg
 
 from resources import LandingStore, Warehouse
-from zcl_assets.defs.ingest.partitions import landing_days
-from zcl_assets.ingest.changes import changed_days, contiguous_blocks
+from zcl_assets.ingest.changes import changed_tables, tables_to_stage
 
 INGEST = dg.AssetSelection.groups("landing", "staging") - dg.AssetSelection.assets("landing_inventory")
 ANALYSIS = dg.AssetSelection.groups("experience", "analysis") | dg.AssetSelection.assets("landing_inventory", "analysis_report")
-RANGE_START = "dagster/asset_partition_range_start"
-RANGE_END = "dagster/asset_partition_range_end"
 
 nightly_job = dg.define_asset_job(
     "nightly_job",
     selection=INGEST | ANALYSIS,
-    partitions_def=landing_days,
-    description="Load and stage the landed days that changed, then take the night's look at every experiment.",
+    description="Load and stage the landed files that changed, then take the night's look at every experiment.",
 )
 ingest_job = dg.define_asset_job(
     "ingest_job",
     selection=INGEST,
-    partitions_def=landing_days,
-    description="Load and stage a range of landed days (backfills, late files).",
+    description="Load and stage the landed files that changed (late files, corrections).",
 )
 
 
@@ -38,25 +33,19 @@ def look_config(as_of: str) -> dict:
     return {"ops": {"experiment_analysis": {"config": {"as_of": as_of}}}}
 
 
+def ingest_keys(landing: LandingStore, warehouse: Warehouse) -> list[dg.AssetKey]:
+    """Asset keys to materialize for what changed: raw and staged assets of changed tables,
+    and the staged assets of the tables whose cross-row rules read them."""
+    changed = changed_tables(landing, warehouse.path)
+    keys = [dg.AssetKey(f"raw_{t}") for t in changed]
+    keys += [dg.AssetKey(f"staged_{t}") for t in tables_to_stage(changed)]
+    return keys
+
+
 def plan_requests(landing: LandingStore, warehouse: Warehouse, as_of: str) -> list[dg.RunRequest]:
-    """Run requests of one night: ingest-only runs for earlier blocks, then ingest + look."""
-    blocks = contiguous_blocks(changed_days(landing, warehouse.path))
-    requests = [
-        dg.RunRequest(job_name="ingest_job", run_key=f"ingest:{first}:{last}:{as_of}", tags={RANGE_START: first, RANGE_END: last})
-        for first, last in blocks[:-1]
-    ]
-    tags = {RANGE_START: blocks[-1][0], RANGE_END: blocks[-1][1]} if blocks else {}
-    selection = None if blocks else ANALYSIS
-    requests.append(
-        dg.RunRequest(
-            job_name="nightly_job",
-            run_key=f"night:{as_of}",
-            run_config=look_config(as_of),
-            tags=tags,
-            asset_selection=None if selection is None else list(_analysis_keys()),
-        )
-    )
-    return requests
+    """The run request of one night: what changed is ingested, then the look as of ``as_of``."""
+    keys = ingest_keys(landing, warehouse) + _analysis_keys()
+    return [dg.RunRequest(job_name="nightly_job", run_key=f"night:{as_of}", run_config=look_config(as_of), asset_selection=keys)]
 
 
 def _analysis_keys() -> list[dg.AssetKey]:
@@ -78,6 +67,8 @@ def nightly_schedule(context: dg.ScheduleEvaluationContext, landing: LandingStor
 
 @dg.sensor(jobs=[ingest_job], minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.STOPPED)
 def landing_sensor(context: dg.SensorEvaluationContext, landing: LandingStore, warehouse: Warehouse):
-    """Every 5 minutes: ingest landed days that changed (late files, backfills), one run per block."""
-    for first, last in contiguous_blocks(changed_days(landing, warehouse.path)):
-        yield dg.RunRequest(run_key=f"ingest:{first}:{last}:{context.cursor or ''}", tags={RANGE_START: first, RANGE_END: last})
+    """Every 5 minutes: load and stage the landed files that changed (late files, corrections)."""
+    keys = ingest_keys(landing, warehouse)
+    if keys:
+        stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        yield dg.RunRequest(run_key=f"ingest:{stamp}", asset_selection=keys)

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import polars as pl
 
+from contracts.validate import check_records
 from zcl_assets.importers.landing_writer import read_source, safe_name, timestamp_text, write_landing
 
 ASOS_COLUMNS = (
@@ -85,9 +86,10 @@ def import_arm_snapshots(
 ) -> ArmSnapshotSummary:
     """Import an aggregate export as ``arm_snapshots`` (+ registrations for ``asos``).
 
-    Files: ``<landing>/arm_snapshots/<day>/arm_snapshots-<layout>-<file stem>.jsonl`` and,
+    Files: ``<landing>/arm_snapshots/<day>/arm_snapshots-<layout>-<file stem>.parquet`` and,
     for ``asos``, ``<landing>/experiments/<day>/...`` with the same name; re-importing the
-    same file overwrites them.
+    same file replaces them. Every registration is checked by the landing contract first;
+    if one is refused, nothing lands and the error lists the reasons.
 
     Options (defaults and why):
 
@@ -224,10 +226,21 @@ def import_arm_snapshots(
                           "baseline_sd": pl.Float64, "metric_caps": pl.String,
                           "registered_at": pl.Datetime("us", "UTC")},
     )
+    refused = [
+        f"{row['experiment_id']}: " + "; ".join(f"{rule}: {why}" for rule, why in problems)
+        for row, problems in zip(rows, check_records(
+            "experiments",
+            [{**r, "arms": json.loads(r["arms"]), "guardrails": [], "registered_at": r["registered_at"].isoformat(), "schema_version": 1}
+             for r in rows],
+        ))
+        if problems
+    ]
+    if refused:
+        raise ValueError("registrations the contract refuses, nothing landed: " + " | ".join(refused[:10]))
     writes = [
         write_landing(experiments, landing_dir, "experiments", time_column="registered_at",
-                      name=name, json_columns=["arms", "guardrails", "metric_caps"]),
-        write_landing(snapshots, landing_dir, "arm_snapshots", time_column="at", name=name),
+                      name=name, json_columns=["arms", "guardrails", "metric_caps"], fmt="parquet"),
+        write_landing(snapshots, landing_dir, "arm_snapshots", time_column="at", name=name, fmt="parquet"),
     ]
     return ArmSnapshotSummary(
         rows_read=df.height,
@@ -255,7 +268,7 @@ def _import_generic(src: Path, landing_dir, name: str) -> ArmSnapshotSummary:
         at_expr.alias("at"),
         *[pl.col(c) for c in ("n", "mean", "variance")],
     )
-    w = write_landing(snapshots, landing_dir, "arm_snapshots", time_column="at", name=name)
+    w = write_landing(snapshots, landing_dir, "arm_snapshots", time_column="at", name=name, fmt="parquet")
     return ArmSnapshotSummary(
         rows_read=df.height,
         records_written={"arm_snapshots": w.rows},

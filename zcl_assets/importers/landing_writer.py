@@ -1,19 +1,25 @@
-"""Write landing records as JSON Lines, split into daily partitions (docs/landing.md).
+"""Write landing records split into daily partitions (docs/landing.md), as Parquet or JSON Lines.
 
 One call writes one table's records, taken from a polars DataFrame, as
 
-    <landing_dir>/<table>/<YYYY-MM-DD>/<name>.jsonl
+    <landing_dir>/<table>/<YYYY-MM-DD>/<name>.parquet   (or .jsonl)
 
 where the date is the UTC day of the table's event-time column. The file name is chosen by
 the caller and is deterministic (derived from the source, never from the clock), so
-re-importing the same source overwrites its files instead of adding duplicates.
+re-importing the same source replaces its files instead of adding duplicates, and a day the
+source no longer covers loses its file.
 
-Encoding rules (one JSON object per line, UTF-8, keys in column order):
+Parquet (what the importers write): columns keep their polars types; ``Datetime`` columns are
+stored in UTC (a naive datetime is UTC by contract); a ``String`` column is stored verbatim, so
+an importer keeps the raw text of values it could not parse and the contract quarantines them;
+columns named in ``json_columns`` hold JSON text; NaN stays NaN (the contract refuses it).
+
+JSON Lines (for people and tests who land text): one JSON object per line, UTF-8, keys in
+column order:
 
 * every record carries ``schema_version`` (added as the first key when absent);
-* ``Datetime`` columns are written as ISO 8601 with ``+00:00`` (a naive datetime is UTC by
-  contract); a ``String`` column is written verbatim, so an importer can keep the raw text
-  of a value it could not parse and let contract validation quarantine it;
+* ``Datetime`` columns are written as ISO 8601 with ``+00:00``; a ``String`` column is
+  written verbatim as a JSON string;
 * ``List``/``Struct`` columns are written as JSON values; columns named in ``json_columns``
   hold JSON *text* that is embedded as a JSON value (null stays null);
 * a null is written as ``null``; NaN and infinities become ``null`` (JSON has none).
@@ -22,6 +28,7 @@ Encoding rules (one JSON object per line, UTF-8, keys in column order):
 from __future__ import annotations
 
 import datetime as _dt
+import filecmp
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -154,6 +161,9 @@ def _encode_lines(df: pl.DataFrame, json_columns: set[str]) -> pl.Series:
     return df.select(line.alias("line")).to_series()
 
 
+FORMATS: tuple[str, ...] = ("parquet", "jsonl")
+
+
 def write_landing(
     records: pl.DataFrame,
     landing_dir: str | os.PathLike[str],
@@ -166,30 +176,40 @@ def write_landing(
     schema_version: int = SCHEMA_VERSION,
     remove_stale: bool = True,
     extra_lines: Mapping[str, Sequence[str]] | None = None,
+    fmt: str = "jsonl",
 ) -> LandingWrite:
-    """Write ``records`` of one landing ``table`` as JSON Lines split by UTC day.
+    """Write ``records`` of one landing ``table`` split by UTC day.
 
     Options:
 
     * ``time_column``: the event-time column that picks the daily partition (``registered_at``
       for experiments, ``started_at`` for sessions, ...). ``Datetime`` or timestamp text.
     * ``name``: file stem, made file-name safe; must be deterministic for the source so a
-      re-import overwrites (``<name>.jsonl`` in every day folder).
-    * ``json_columns`` (default none): ``String`` columns holding JSON text, embedded as JSON
-      values (for nested fields such as ``arms`` whose payloads differ in shape).
+      re-import replaces (``<name>.<fmt>`` in every day folder).
+    * ``json_columns`` (default none): ``String`` columns holding JSON text (nested fields
+      such as ``arms`` whose payloads differ in shape).
     * ``fallback_day`` (default: the earliest parseable day in ``records``, else 1970-01-01):
       partition for rows whose event time cannot be parsed; they are still written, raw, so
       contract validation quarantines them instead of the row being lost.
     * ``schema_version`` (default 1, the current landing schema): added when absent.
-    * ``remove_stale`` (default True): delete ``<name>.jsonl`` files of this table in day
-      folders this call did not write, so re-importing a changed source replaces its earlier
-      import instead of leaving stale duplicates behind.
-    * ``extra_lines`` (default none): raw text lines appended, verbatim, to the file of a
-      day (``{"YYYY-MM-DD": [line, ...]}``), e.g. deliberately malformed test records.
+    * ``remove_stale`` (default True): delete this stem's files of this table (any format) in
+      day folders this call did not write, so re-importing a changed source replaces its
+      earlier import instead of leaving stale rows behind.
+    * ``extra_lines`` (JSON Lines only; default none): raw text lines appended, verbatim, to
+      the file of a day (``{"YYYY-MM-DD": [line, ...]}``), e.g. deliberately malformed records.
+    * ``fmt``: ``"jsonl"`` (default) or ``"parquet"``.
 
     Rows keep their input order within each file. Each file is written to a temporary name
-    and renamed into place, so a reader never sees half a file.
+    and renamed into place, so a reader never sees half a file; a file identical to the one
+    already landed is left untouched, so re-importing the same source changes no landed day.
+
+    Raises:
+        ValueError: unknown format, a missing event-time column, or ``extra_lines`` with Parquet.
     """
+    if fmt not in FORMATS:
+        raise ValueError(f"format {fmt!r} is not one of {FORMATS}")
+    if extra_lines and fmt != "jsonl":
+        raise ValueError("extra_lines can only be written to JSON Lines")
     landing = Path(landing_dir)
     stem = safe_name(name)
     json_cols = set(json_columns)
@@ -208,33 +228,46 @@ def write_landing(
         fallback_day = _dt.date.fromisoformat(fallback_day)
     days = days.fill_null(fallback_day).dt.strftime("%Y-%m-%d")
 
-    lines = _encode_lines(df, json_cols)
-    frame = pl.DataFrame({"day": days, "line": lines})
-
+    if fmt == "jsonl":
+        frame = pl.DataFrame({"day": days, "line": _encode_lines(df, json_cols)})
+    else:
+        frame = _as_utc_columns(df).with_columns(days.alias("__day"))
     result = LandingWrite(table=table)
     written: set[Path] = set()
-    for (day,), part in frame.group_by(["day"], maintain_order=True):
+    for (day,), part in frame.group_by(["__day" if fmt == "parquet" else "day"], maintain_order=True):
         folder = landing / table / str(day)
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{stem}.jsonl"
-        tmp = folder / f".{stem}.jsonl.tmp"
-        text = "\n".join([*part["line"].to_list(), *(extra_lines or {}).get(str(day), [])]) + "\n"
-        # An identical file is left untouched, so re-importing the same source changes no
-        # landed day and the next run has nothing to reload.
-        if not (path.exists() and path.read_text(encoding="utf-8") == text):
-            with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(text)
+        path = folder / f"{stem}.{fmt}"
+        tmp = folder / f".{stem}.{fmt}.tmp"
+        if fmt == "jsonl":
+            text = "\n".join([*part["line"].to_list(), *(extra_lines or {}).get(str(day), [])]) + "\n"
+            tmp.write_bytes(text.encode("utf-8"))
+        else:
+            part.drop("__day").write_parquet(tmp)
+        # An identical file is left untouched (same bytes, same modification time), so
+        # re-importing the same source changes no landed day.
+        if path.exists() and filecmp.cmp(tmp, path, shallow=False):
+            tmp.unlink()
+        else:
             os.replace(tmp, path)
         written.add(path)
         result.files.append(path)
         result.rows_per_file[path] = part.height
     result.files.sort()
     if remove_stale and (landing / table).is_dir():
-        for old in sorted((landing / table).glob(f"*/{stem}.jsonl")):
-            if old not in written:
-                old.unlink()
-                result.removed_stale.append(old)
+        for suffix in FORMATS:
+            for old in sorted((landing / table).glob(f"*/{stem}.{suffix}")):
+                if old not in written:
+                    old.unlink()
+                    result.removed_stale.append(old)
     return result
+
+
+def _as_utc_columns(df: pl.DataFrame) -> pl.DataFrame:
+    """Datetime columns in UTC (naive = UTC by contract) for a typed (Parquet) file."""
+    return df.with_columns(
+        _as_utc(pl.col(c), t).alias(c) for c, t in df.schema.items() if isinstance(t, pl.Datetime)
+    )
 
 
 def read_source(path: str | os.PathLike[str], *, string_columns: Sequence[str] | None = None,

@@ -1,69 +1,78 @@
-"""What a night does: which landed days changed since they were last loaded.
+"""What a night has to ingest: the landing tables whose files changed since they were loaded.
 
 Shared by the nightly schedule, the landing sensor and ``zcl run``, so all three take the
-same decisions. A day changed when its files (name, size, modification time) differ from
-the ``landing_manifest`` recorded when it was last loaded and staged, or it never was.
+same decisions. A table changed when the files of one of its day folders (name, size,
+modification time) differ from the current ``landing_manifest``, or when days it loaded are
+still waiting to be staged (a run killed in between). Its dependents (tables whose
+cross-row rules read it) are staged again too.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import duckdb
 
-from resources.landing import LANDING_TABLES, LandingStore
+from contracts.tables import CONTRACTS
+from resources.landing import LandingStore
 from resources.warehouse import Warehouse
+from zcl_assets.ingest.archive import changed_days
+from zcl_assets.ingest.staging import STAGING_DEPENDS_ON
 
 # Seconds to wait for another process's write lock before planning without the manifest.
 LOCK_WAIT_S = 30.0
 
 
-def loaded_fingerprints(warehouse_path: str) -> dict[str, set[tuple[str, str, int, int]]]:
-    """(table, file, size, mtime) per loaded and staged day, from the manifest (read-only).
-
-    A day loaded but not staged (a run killed in between) does not count, so it is redone.
-    """
+def _loaded_state(warehouse_path: str) -> tuple[dict[str, dict[str, dict[str, tuple[int, int, str]]]], set[str]]:
+    """Current manifest per table and the tables with days waiting to be staged (read-only)."""
     if not Path(warehouse_path).exists():
-        return {}
+        return {}, set()
     try:
         # Wait briefly for a writer (its connections are short); past that, treat every
-        # day as unknown: loading again is idempotent, only slower.
+        # table as changed: loading again is idempotent, only slower.
         with Warehouse(path=warehouse_path, lock_timeout_s=LOCK_WAIT_S).connect(read_only=True) as con:
-            exists = con.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'landing_manifest'"
-            ).fetchone()[0]
-            if not exists:
-                return {}
+            tables = {r[0] for r in con.execute("SELECT table_schema || '.' || table_name FROM information_schema.tables").fetchall()}
+            if "main.landing_manifest" not in tables or "main.raw_records" in tables:
+                return {}, set(CONTRACTS)
             rows = con.execute(
-                "SELECT CAST(partition_day AS VARCHAR), table_name, file_name, size_bytes, mtime_ns FROM landing_manifest "
-                "WHERE staged_at IS NOT NULL"
+                "SELECT table_name, CAST(partition_day AS VARCHAR), file_name, size_bytes, mtime_ns, sha256 "
+                "FROM landing_manifest WHERE superseded_at IS NULL"
             ).fetchall()
+            pending = {r[0] for r in con.execute("SELECT DISTINCT table_name FROM internal.pending_days").fetchall()} \
+                if "internal.pending_days" in tables else set()
     except duckdb.IOException:
-        return {}
-    out: dict[str, set[tuple[str, str, int, int]]] = {}
-    for day, table, name, size, mtime in rows:
-        out.setdefault(day, set()).add((table, name, size, mtime))
+        return {}, set(CONTRACTS)
+    manifest: dict[str, dict[str, dict[str, tuple[int, int, str]]]] = {}
+    for table, day, name, size, mtime, sha in rows:
+        manifest.setdefault(table, {}).setdefault(day, {})[name] = (size, mtime, sha)
+    return manifest, pending
+
+
+def changed_tables(landing: LandingStore, warehouse_path: str) -> dict[str, list[str]]:
+    """{table: days whose files changed} for every table with something to load or stage.
+
+    A table with days loaded but not yet staged appears with an empty list of days.
+    """
+    manifest, pending = _loaded_state(warehouse_path)
+    out: dict[str, list[str]] = {}
+    for table in CONTRACTS:
+        days = changed_days(landing, manifest.get(table, {}), table)
+        if days or table in pending:
+            out[table] = days
     return out
 
 
-def changed_days(landing: LandingStore, warehouse_path: str) -> list[str]:
-    """Landed days whose files differ from what was loaded, plus loaded days whose files vanished."""
-    loaded = loaded_fingerprints(warehouse_path)
-    days = set(landing.days()) | set(loaded)
-    return sorted(d for d in days if set(landing.fingerprint(d)) != loaded.get(d, set()))
+def tables_to_stage(changed: dict[str, list[str]] | set[str]) -> list[str]:
+    """The changed tables and every table whose cross-row rules read one, in staging order."""
+    wanted = set(changed)
+    grew = True
+    while grew:
+        grew = False
+        for table, deps in STAGING_DEPENDS_ON.items():
+            if table not in wanted and wanted & set(deps):
+                wanted.add(table)
+                grew = True
+    return [t for t in CONTRACTS if t in wanted]
 
 
-def contiguous_blocks(days: list[str]) -> list[tuple[str, str]]:
-    """Sorted days grouped into (first, last) runs of consecutive days."""
-    blocks: list[tuple[str, str]] = []
-    for day in sorted(days):
-        current = dt.date.fromisoformat(day)
-        if blocks and dt.date.fromisoformat(blocks[-1][1]) + dt.timedelta(days=1) == current:
-            blocks[-1] = (blocks[-1][0], day)
-        else:
-            blocks.append((day, day))
-    return blocks
-
-
-__all__ = ["LANDING_TABLES", "changed_days", "contiguous_blocks", "loaded_fingerprints"]
+__all__ = ["changed_tables", "tables_to_stage"]

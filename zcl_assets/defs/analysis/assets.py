@@ -9,8 +9,8 @@ from contracts.evaluation import load_evaluation_contracts
 from resources import Warehouse
 from resources.warehouse import transaction
 from sql import load_sql
-from zcl_assets.analysis.plans import plan_registrations
 from zcl_assets.analysis.look import take_look
+from zcl_assets.analysis.plans import plan_registrations
 from zcl_assets.reports.markdown import markdown_table
 
 STAGED = [dg.AssetKey(f"staged_{t}") for t in ("experiments", "sessions", "assignments", "outcomes")]

@@ -1,67 +1,55 @@
-"""raw_<table> and staged_<table> assets for every landing table.
+"""raw_<table> and staged_<table> assets for every landing table, and the landing inventory.
 
-A run covers one partition or a range of days (single-run backfill policy): each asset
-loops over the run's days, and each day is written in its own transaction. Staging
-validates against the already staged tables, so registrations are staged before
-assignments, assignments before outcomes (the ``deps`` below).
+Ingestion is change-driven, not partitioned in Dagster: each run loads the days whose landed
+files changed (``zcl_assets.ingest.archive``) and stages them with every cross-row rule
+re-checked over the whole table (``zcl_assets.ingest.staging``). A run is one step per
+asset whatever the number of days, and the metadata of each materialization lists the
+days it touched with their own counts. Staging reads the already staged tables for its
+cross-row rules, so tables are staged in dependency order (``deps``).
 """
 
-
-from collections import Counter
-
 import dagster as dg
+import polars as pl
 
 from contracts.tables import CONTRACTS
 from resources import LandingStore, Warehouse
 from resources.warehouse import transaction
-from zcl_assets.defs.ingest.partitions import landing_days
-from zcl_assets.ingest.partition_io import load_raw_partition, stage_partition
 from sql import load_sql
-from zcl_assets.reports.markdown import markdown_table
-
-# Which staged tables a table's validation reads (references and ordering).
-STAGING_DEPENDS_ON: dict[str, tuple[str, ...]] = {
-    "experiments": (),
-    "experiment_events": ("experiments",),
-    "sessions": (),
-    "assignments": ("experiments",),
-    "outcomes": ("assignments",),
-    "admission_events": (),
-    "arm_snapshots": ("experiments",),
-}
+from zcl_assets.defs.metadata import table_metadata
+from zcl_assets.ingest.archive import load_table
+from zcl_assets.ingest.staging import STAGING_DEPENDS_ON, stage_table
 
 
 def _build_raw_asset(table: str) -> dg.AssetsDefinition:
     @dg.asset(
         name=f"raw_{table}",
-        partitions_def=landing_days,
-        backfill_policy=dg.BackfillPolicy.single_run(),
         group_name="landing",
         kinds={"duckdb", "python"},
         pool="duckdb",
         description=(
-            f"Landed `{table}` files of the day, read as-is into `raw_records` (one row per "
-            "line or row, as JSON text, with file name and row number). Unreadable files and "
-            "malformed lines are kept and quarantined downstream."
+            f"Landed `{table}` files, archived by content (SHA-256) and counted: `landing_manifest` lists every "
+            "file ever loaded (a changed day supersedes its old rows, never deletes them). Only days whose files "
+            "changed since the last load are read."
         ),
     )
     def raw_asset(context: dg.AssetExecutionContext, warehouse: Warehouse, landing: LandingStore) -> dg.MaterializeResult:
-        rows = files = 0
-        unreadable: list[str] = []
         with warehouse.connect() as con:
-            for day in context.partition_keys:
-                loaded = load_raw_partition(con, landing, table, day)
-                rows += loaded.rows
-                files += loaded.files
-                unreadable += loaded.unreadable
-        for problem in unreadable:
-            context.log.warning(f"unreadable landed file, quarantined as one row: {problem}")
+            result = load_table(con, landing, warehouse.archive_dir, table)
+            total = con.execute(
+                "SELECT coalesce(sum(row_count), 0), count(*) FROM landing_manifest WHERE table_name = ? AND superseded_at IS NULL",
+                [table],
+            ).fetchone()
+        days = pl.DataFrame(
+            [d._asdict() for d in result.days],
+            schema={"partition_day": pl.String, "files": pl.Int64, "rows": pl.Int64, "change": pl.String},
+        )
         return dg.MaterializeResult(
             metadata={
-                "dagster/row_count": rows,
-                "files": files,
-                "days": len(context.partition_keys),
-                "unreadable_files": dg.MetadataValue.json(unreadable),
+                "dagster/row_count": int(total[0]),
+                "current_files": int(total[1]),
+                "days_loaded": len(result.days),
+                "rows_loaded": result.rows,
+                "days": table_metadata(days, "Days loaded by this run: files, raw rows, and what changed"),
             }
         )
 
@@ -73,51 +61,59 @@ def _build_staged_asset(table: str) -> dg.AssetsDefinition:
 
     @dg.asset(
         name=f"staged_{table}",
-        partitions_def=landing_days,
-        backfill_policy=dg.BackfillPolicy.single_run(),
         deps=deps,
         group_name="staging",
-        kinds={"duckdb", "pandera"},
+        kinds={"duckdb"},
         pool="duckdb",
         description=(
-            f"Contract-valid `{table}` rows (table `staged_{table}`); every other raw row of the "
-            "day goes to `quarantine` with the rule it broke. Re-running a day replaces its rows."
+            f"Contract-valid `{table}` rows (table `staged_{table}`); every other landed row is in `quarantine` "
+            "with the rule it broke. Row rules run on the days that changed; keys and references are re-checked "
+            "over the whole table, so a corrected file gives the same rows as a fresh load."
         ),
-        metadata={"contract": dg.MetadataValue.md(_contract_markdown(table))},
+        metadata={"contract": table_metadata(_contract_frame(table), f"Contract of {table}")},
     )
     def staged_asset(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
-        raw = staged = quarantined = 0
-        by_rule: Counter[str] = Counter()
-        previews = []
         with warehouse.connect() as con:
-            for day in context.partition_keys:
-                result = stage_partition(con, table, day)
-                raw += result.raw
-                staged += result.staged
-                quarantined += result.quarantined
-                by_rule.update(result.by_rule)
-                if result.quarantined and len(previews) < 3:
-                    previews.append(result.quarantine_preview)
-        preview_md = "\n\n".join(markdown_table(p.select("source_file", "source_row", "rule", "reason")) for p in previews)
+            result = stage_table(con, table)
+            total = con.execute(f"SELECT count(*) FROM {CONTRACTS[table].staged_table}").fetchone()[0]
+            quarantined = con.execute(
+                "SELECT count(*) FROM quarantine WHERE source_table = ? AND stage = 'contract'", [table]
+            ).fetchone()[0]
+        days = pl.DataFrame(
+            result.days, schema={"partition_day": pl.String, "raw_rows": pl.Int64, "staged_rows": pl.Int64, "quarantined_rows": pl.Int64},
+            orient="row",
+        )
+        by_rule = pl.DataFrame(
+            sorted(result.by_rule.items()), schema={"rule": pl.String, "rows": pl.Int64}, orient="row"
+        )
         return dg.MaterializeResult(
             metadata={
-                "dagster/row_count": staged,
-                "raw_rows": raw,
-                "quarantined_rows": quarantined,
-                "quarantined_share": (quarantined / raw) if raw else 0.0,
-                "quarantined_by_rule": dg.MetadataValue.json(dict(by_rule)),
-                "quarantine_preview": dg.MetadataValue.md(preview_md or "nothing quarantined"),
+                "dagster/row_count": int(total),
+                "quarantined_rows": int(quarantined),
+                "days_staged": len(result.days),
+                "rows_released": result.released,
+                "rows_held_back": result.held_back,
+                "days": table_metadata(days, "Days staged by this run, each with its own counts"),
+                "quarantined_by_rule": table_metadata(by_rule, "Quarantined rows of the staged days, by rule"),
+                "quarantine_preview": table_metadata(result.preview, "First quarantined rows of the staged days"),
             }
         )
 
     return staged_asset
 
 
-def _contract_markdown(table: str) -> str:
+def _contract_frame(table: str) -> pl.DataFrame:
     contract = CONTRACTS[table]
-    lines = ["| field | type | required |", "|---|---|---|"]
-    lines += [f"| {f.name} | {f.sql_type} | {'yes' if f.required else 'no'} |" for f in contract.fields]
-    return f"Partition day: UTC day of `{contract.event_time}`; key: {', '.join(contract.key)}\n\n" + "\n".join(lines)
+    return pl.DataFrame(
+        {
+            "field": [f.name for f in contract.fields],
+            "type": [f.type for f in contract.fields],
+            "required": [f.required for f in contract.fields],
+            "partition_day": [f.name == contract.event_time for f in contract.fields],
+            "key": [f.name in contract.key for f in contract.fields],
+            "rule": [f.doc for f in contract.fields],
+        }
+    )
 
 
 raw_assets = [_build_raw_asset(t) for t in CONTRACTS]
@@ -126,11 +122,9 @@ staged_assets = [_build_staged_asset(t) for t in CONTRACTS]
 
 @dg.asset(group_name="landing", kinds={"duckdb", "python"}, pool="duckdb")
 def landing_inventory(context: dg.AssetExecutionContext, warehouse: Warehouse, landing: LandingStore) -> dg.MaterializeResult:
-    """Landed files that no partition reads (unknown table folder, a day folder that is not a
+    """Landed files that no load reads (unknown table folder, a day folder that is not a
     valid date, an unsupported file type) recorded in `quarantine` (stage `landing`) with the
     reason, so that a misplaced file is reported instead of silently ignored."""
-    import polars as pl
-
     strays = landing.stray_files()
     batch = pl.DataFrame(strays, schema=["source_table", "source_file", "rule", "reason"], orient="row")
     for _table, path, rule, reason in strays:
@@ -143,6 +137,6 @@ def landing_inventory(context: dg.AssetExecutionContext, warehouse: Warehouse, l
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": len(strays),
-            "files_not_read": dg.MetadataValue.md(markdown_table(batch) if strays else "none"),
+            "files_not_read": table_metadata(batch, "Landed files that no load reads"),
         }
     )

@@ -1,8 +1,7 @@
 """Blocking invariants of the staged tables: a failure here is a bug, so data stops.
 
-Each check reads the whole staged table, since the properties span partitions.
+Each check reads the whole staged table, since the properties span days.
 """
-
 
 import dagster as dg
 
@@ -16,28 +15,39 @@ def _build_conservation_check(table: str) -> dg.AssetChecksDefinition:
         asset=dg.AssetKey(f"staged_{table}"),
         name="row_conservation",
         blocking=True,
-        description="Every raw row of every day is either staged or quarantined: raw = staged + quarantined.",
+        description=(
+            "Every raw row of every current landed file (counted when archived) is either staged or "
+            "quarantined: raw = staged + quarantined, day by day."
+        ),
     )
     def check(warehouse: Warehouse) -> dg.AssetCheckResult:
         with warehouse.connect() as con:
-            sql = load_sql("count_table_conservation").format(staged=f"staged_{table}")
+            sql = load_sql("count_table_conservation").format(staged=CONTRACTS[table].staged_table)
             broken = con.execute(sql, {"table": table}).fetchall()
         return dg.AssetCheckResult(
             passed=not broken,
-            metadata={"days_not_conserved": len(broken), "examples": dg.MetadataValue.json([list(map(str, r)) for r in broken[:10]])},
+            metadata={
+                "days_not_conserved": len(broken),
+                "examples": dg.MetadataValue.json(
+                    [dict(zip(("partition_day", "raw_rows", "staged_rows", "quarantined_rows"), map(str, r))) for r in broken[:10]]
+                ),
+            },
         )
 
     return check
 
 
-def _violations_check(asset: str, name: str, sql_name: str, description: str) -> dg.AssetChecksDefinition:
+def _violations_check(asset: str, name: str, sql_name: str, fields: tuple[str, ...], description: str) -> dg.AssetChecksDefinition:
     @dg.asset_check(asset=dg.AssetKey(asset), name=name, blocking=True, description=description)
     def check(warehouse: Warehouse) -> dg.AssetCheckResult:
         with warehouse.connect() as con:
             rows = con.execute(load_sql(sql_name)).fetchall()
         return dg.AssetCheckResult(
             passed=not rows,
-            metadata={"violations_shown": len(rows), "examples": dg.MetadataValue.json([list(map(str, r)) for r in rows])},
+            metadata={
+                "violations_shown": len(rows),
+                "examples": dg.MetadataValue.json([dict(zip(fields, map(str, r))) for r in rows]),
+            },
         )
 
     return check
@@ -49,18 +59,21 @@ staged_invariant_checks = [
         "staged_assignments",
         "unique_session_experiment",
         "find_staged_duplicate_assignments",
+        ("session_id", "experiment_id", "copies"),
         "A session is assigned at most once to an experiment: (session_id, experiment_id) is unique.",
     ),
     _violations_check(
         "staged_assignments",
         "arm_in_declared_set",
         "find_staged_undeclared_arms",
+        ("session_id", "experiment_id", "arm"),
         "Every staged assignment names a registered experiment and one of its declared arms.",
     ),
     _violations_check(
         "staged_outcomes",
         "assignment_before_outcome",
         "find_staged_outcomes_before_assignment",
+        ("session_id", "recorded_at", "assigned_at"),
         "No staged outcome is recorded before its session's assignment.",
     ),
 ]

@@ -54,8 +54,12 @@ def analysis_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     its decision, deciding interval, progress and SRM status; one `experiment_report` page per experiment;
     the self-contained HTML report of the look in `reports/` beside the warehouse."""
     as_of = materialized_look(context.instance)
-    with warehouse.connect(read_only=True) as con:
-        views = load_views(con, as_of)
+    try:
+        with warehouse.connect(read_only=True) as con:
+            views = load_views(con, as_of)
+    except LookupError as exc:  # nothing registered or analysed yet: an empty report, not a failed night
+        context.log.info(f"no experiment to report: {exc}")
+        views = []
     known = set(context.instance.get_dynamic_partitions(experiment_partitions.name))
     new = [v.experiment_id for v in views if v.experiment_id not in known]
     if new:
@@ -70,7 +74,7 @@ def analysis_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
                 metadata=experiment_metadata(view, *plots[view.experiment_id]),
             )
         )
-    path = report_path(warehouse, as_of or views[0].as_of)
+    path = report_path(warehouse, as_of or "none")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(views, plots), encoding="utf-8")
     counts = {group: sum(v.attention == group for v in views) for group in ATTENTION_ORDER}

@@ -1,0 +1,29 @@
+"""Landed days are not bounded by a partitions definition: data from 1999 or 2015 runs like any other."""
+
+import duckdb
+
+from tests.warehouse_checks import conservation_gaps
+from zcl_assets.importers.ab_export import AbExportOptions, import_ab_export
+from zcl_assets.runner import run_night
+
+
+def test_an_export_dated_before_2016_is_loaded_and_analysed(pipeline_paths, instance, tmp_path):
+    landing, warehouse = pipeline_paths
+    src = tmp_path / "old.csv"
+    rows = ["user_id,timestamp,group,landing_page,converted"]
+    rows += [f"u{i},1999-12-31 23:{i % 60:02d}:00,{'control' if i % 2 else 'treatment'},"
+             f"{'old' if i % 2 else 'new'},{i % 3 == 0:d}" for i in range(40)]
+    rows += [f"v{i},2015-06-0{1 + i % 3} 10:00:{i:02d},{'control' if i % 2 else 'treatment'},"
+             f"{'old' if i % 2 else 'new'},{i % 4 == 0:d}" for i in range(40)]
+    src.write_text("\n".join(rows) + "\n")
+    import_ab_export(src, landing, AbExportOptions(experiment_id="old", variant_map={"control": "old", "treatment": "new"}))
+    results = run_night(instance, "2015-06-30")
+    assert results and all(r.success for r in results)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert conservation_gaps(con) == {}
+        days = [r[0] for r in con.execute("SELECT DISTINCT CAST(partition_day AS VARCHAR) FROM staged_sessions ORDER BY 1").fetchall()]
+        assert days == ["1999-12-31", "2015-06-01", "2015-06-02", "2015-06-03"]
+        n_c, n_t = con.execute(
+            "SELECT n_control, n_treatment FROM experiment_analysis WHERE experiment_id = 'old' AND is_primary"
+        ).fetchone()
+        assert (n_c, n_t) == (40, 40)

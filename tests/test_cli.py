@@ -1,0 +1,41 @@
+"""The `zcl` command as a user types it: clear errors, and exit codes that say what happened."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from zcl_assets.cli import main
+
+
+@pytest.fixture
+def cli_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    monkeypatch.setenv("ZCL_LANDING_DIR", str(tmp_path / "landing"))
+    monkeypatch.setenv("ZCL_WAREHOUSE", str(tmp_path / "warehouse.duckdb"))
+    return tmp_path
+
+
+def test_an_impossible_date_says_why(cli_env):
+    result = CliRunner().invoke(main, ["run", "--as-of", "2026-13-01"])
+    assert result.exit_code == 2
+    assert "'2026-13-01' is not a date of the form YYYY-MM-DD" in result.output
+    assert "month must be in 1..12" in result.output
+
+
+def test_a_day_that_has_not_begun_is_refused(cli_env):
+    result = CliRunner().invoke(main, ["run", "--as-of", "2999-01-01"])
+    assert result.exit_code == 2
+    assert "2999-01-01 has not begun yet" in result.output
+    assert not (cli_env / "warehouse.duckdb").exists()  # nothing ran
+
+
+def test_a_landing_without_experiments_is_a_successful_night(cli_env):
+    day = cli_env / "landing" / "sessions" / "2026-10-01"
+    day.mkdir(parents=True)
+    (day / "s.jsonl").write_text(json.dumps({
+        "schema_version": 1, "session_id": "s1", "org_id": "o", "user_id": "u", "task_type": "t",
+        "started_at": "2026-10-01T10:00:00+00:00"}) + "\n")
+    result = CliRunner().invoke(main, ["run", "--as-of", "2026-10-02"])
+    assert result.exit_code == 0, result.output
+    assert "no experiment is registered yet" in result.output
