@@ -19,6 +19,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from tests.reports.conftest import NIGHTS, SRM_EXPERIMENT
@@ -101,8 +102,6 @@ def _shoot(page, tmp_path: Path, name: str) -> None:
 
 def test_experiment_view_shows_decision_interval_srm_days_and_plots(looked, webserver, tmp_path):
     from playwright.sync_api import expect, sync_playwright
-
-    import duckdb
 
     with duckdb.connect(str(looked.warehouse), read_only=True) as con:
         views = {v.experiment_id: v for v in load_views(con)}

@@ -8,7 +8,7 @@ import duckdb
 import pytest
 
 from tests.reports.conftest import NIGHTS, SRM_EXPERIMENT
-from zcl_assets.defs.analysis.checks import SRM_THRESHOLD
+from zcl_assets.reports.experiments import srm_threshold
 from zcl_assets.reports.formatting import interval
 from zcl_assets.runner import run_night
 
@@ -69,7 +69,7 @@ def test_sample_ratio_check_reports_the_look_just_taken(looked, monkeypatch):
         with duckdb.connect(str(looked.warehouse), read_only=True) as con:
             expected = con.execute(
                 "SELECT as_of, experiment_id, treatment_arm, srm_units_control, srm_units_treatment FROM experiment_analysis "
-                "WHERE is_primary AND srm_sequential_p < ? ORDER BY as_of", [SRM_THRESHOLD]
+                "WHERE is_primary AND srm_sequential_p < ? ORDER BY as_of", [srm_threshold()]
             ).fetchall()
         # Restore the newest night's look for the other tests of this session.
         assert all(r.success for r in run_night(instance, NIGHTS[-1]))

@@ -123,8 +123,16 @@ class ExperimentView:
     def source(self) -> str:
         return self.comparisons.get_column("source")[0] if self.comparisons.height else "sessions"
 
+    def _written(self, metric: str, column: str) -> str | None:
+        if column not in self.comparisons.columns:
+            return None
+        values = self.comparisons.filter(pl.col("metric") == metric).get_column(column).drop_nulls()
+        return values[0] if values.len() else None
+
     def direction_of(self, metric: str) -> str | None:
-        """``increase`` or ``decrease`` when the registration says which way ``metric`` is good."""
+        """``increase`` or ``decrease`` when the analysis or the registration says which way ``metric`` is good."""
+        if "role" in self.comparisons.columns:  # the analysis writes each metric's own direction
+            return self._written(metric, "direction") if self.role_of(metric) != "secondary" else None
         if metric == self.primary_metric:
             return self.registration["direction"]
         for guardrail in self.registration["guardrails"]:
@@ -133,6 +141,10 @@ class ExperimentView:
         return None
 
     def role_of(self, metric: str) -> str:
+        """``primary`` (decides), ``guardrail`` (can hold adopt back) or ``secondary`` (reported)."""
+        written = self._written(metric, "role")
+        if written:
+            return written
         if metric == self.primary_metric:
             return "primary"
         if any(g.get("metric") == metric for g in self.registration["guardrails"]):
@@ -226,10 +238,9 @@ class ExperimentView:
     @property
     def srm_status(self) -> str:
         """``mismatch``, ``ok`` or ``not computed``; the analysis's own status when it writes one."""
-        written = [s for s in (_present(r, "srm_status") for r in self.primary_rows()) if s]
-        if written:
-            bad = [s for s in written if s not in ("ok", "pass", "passed")]
-            return bad[0] if bad else written[0]
+        fired = [f for f in (_present(r, "srm_fired") for r in self.primary_rows()) if f is not None]
+        if fired:
+            return "mismatch" if any(fired) else "ok"
         p = self.srm_p
         if p is None:
             return NOT_COMPUTED
@@ -237,7 +248,13 @@ class ExperimentView:
 
     @property
     def srm_alarm(self) -> bool:
-        return self.srm_status not in ("ok", NOT_COMPUTED, "pass", "passed")
+        return self.srm_status == "mismatch"
+
+    @property
+    def srm_test(self) -> str | None:
+        """What the SRM test checks: the declared allocation, or constancy when none was declared."""
+        tests = [r["srm_test"] for r in self.primary_rows() if _present(r, "srm_test")]
+        return tests[0] if tests else None
 
     @property
     def planned_per_arm(self) -> float | None:
@@ -273,6 +290,23 @@ class ExperimentView:
         return max(written) if written else None
 
     @property
+    def power_at_mde(self) -> float | None:
+        """Power reached for the registered MDE at the current sample, when the analysis computes it."""
+        written = [r["power_at_mde"] for r in self.primary_rows() if _present(r, "power_at_mde") is not None]
+        return min(written) if written else None
+
+    @property
+    def users_in_both_arms(self) -> int | None:
+        written = [r["users_in_both_arms"] for r in self.primary_rows() if _present(r, "users_in_both_arms") is not None]
+        return max(written) if written else None
+
+    @property
+    def status(self) -> str | None:
+        """The experiment's lifecycle status at the look (active, completed, ...), when written."""
+        written = [r["status"] for r in self.primary_rows() if _present(r, "status")]
+        return written[0] if written else None
+
+    @property
     def verified_share(self) -> float | None:
         """Share of assigned sessions with an authoritative outcome (None for aggregate sources)."""
         written = [r["verified_share"] for r in self.primary_rows() if _present(r, "verified_share") is not None]
@@ -298,10 +332,14 @@ def _arm(name, shares, n, successes, mean, variance, assigned) -> Arm:
 
 
 def srm_threshold() -> float:
-    """The sequential SRM p-value below which the allocation check fires (the sample_ratio check's)."""
-    from zcl_assets.defs.analysis.checks import SRM_THRESHOLD
+    """The sequential SRM p-value below which the allocation check fires: the level of the statistics
+    (``zcl_assets.stats.srm.SRM_ALPHA``) where defined, else the sample_ratio check's."""
+    try:
+        from zcl_assets.stats.srm import SRM_ALPHA
+    except ImportError:
+        from zcl_assets.defs.analysis.checks import SRM_THRESHOLD as SRM_ALPHA
 
-    return SRM_THRESHOLD
+    return SRM_ALPHA
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
@@ -401,7 +439,7 @@ def _assigned_units(con: duckdb.DuckDBPyConnection, latest: pl.DataFrame) -> pl.
     if "experience" in _tables(con):
         for day in latest.get_column("as_of").unique().to_list():
             ids = latest.filter(pl.col("as_of") == day).get_column("experiment_id").unique().to_list()
-            counts = con.execute(load_sql("count_assigned_units"), {"as_of_end": look_end(day.isoformat())}).pl()
+            counts = con.execute(load_sql("reports/count_experiment_sessions"), {"as_of_end": look_end(day.isoformat())}).pl()
             frames.append(counts.filter(pl.col("experiment_id").is_in(ids)))
     schema = {"experiment_id": pl.String, "arm": pl.String, "units": pl.Int64, "sessions": pl.Int64,
               "verified_sessions": pl.Int64, "first_assigned_at": pl.Datetime(time_zone="UTC")}

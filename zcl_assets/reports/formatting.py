@@ -92,8 +92,9 @@ def srm_sentence(view: ExperimentView) -> str:
     """SRM status with both tests named, e.g. ``ok: sequential p = 0.43 (...), chi-square p = 0.52``."""
     if view.srm_status == NOT_COMPUTED:
         return f"SRM {NOT_COMPUTED}"
+    against = f" ({view.srm_test})" if view.srm_test else ""
     return (
-        f"SRM {view.srm_status}: {method_name('srm_sequential', cite=True)} p = {p_value(view.srm_p)}, "
+        f"SRM {view.srm_status}{against}: {method_name('srm_sequential', cite=True)} p = {p_value(view.srm_p)}, "
         f"{method_name('srm_chisquare')} p = {p_value(view.srm_chisquare_p)}"
     )
 
@@ -109,7 +110,8 @@ def progress_sentence(view: ExperimentView) -> str:
         plan = f"{reached} of the planned {count(view.planned_per_arm)} units per arm"
     days = view.days_left
     days_text = f"{number(days, 2)} days left" if days is not None else f"days left {NOT_COMPUTED}"
-    return f"{plan}; {days_text}"
+    power = f"; power at the MDE {view.power_at_mde:.0%}" if view.power_at_mde is not None else ""
+    return f"{plan}; {days_text}{power}"
 
 
 def quarantine_sentence(view: ExperimentView) -> str:
@@ -126,7 +128,11 @@ def quarantine_sentence(view: ExperimentView) -> str:
 def verified_sentence(view: ExperimentView) -> str:
     if view.verified_share is None:
         return "verified share: not applicable (aggregate source, no outcomes)"
-    return f"verified share {share(view.verified_share)} of {count(view.sessions)} assigned sessions"
+    both = view.users_in_both_arms
+    both_text = f"; {both:,} users seen in both arms" if both else ""
+    if view.sessions:
+        return f"verified share {share(view.verified_share)} of {count(view.sessions)} assigned sessions{both_text}"
+    return f"verified share {share(view.verified_share)}{both_text}"
 
 
 def lift(value: object, low: object, high: object) -> str:

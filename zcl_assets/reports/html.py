@@ -219,7 +219,7 @@ def _comparisons_table(view: ExperimentView) -> str:
     for r in view.comparisons.iter_rows(named=True):
         metric = r["metric"]
         role = view.role_of(metric)
-        adjusted = r.get("cs_p_value_adjusted")
+        adjusted = r.get("cs_p_adjusted")
         rows.append(
             f"<tr><td class=l>{_e(metric)}<br><span class=muted>{_e(role)}; {_e(direction_words(view.direction_of(metric)))}</span></td>"
             f"<td class=l>{_e(r['treatment_arm'] + ' vs ' + r['control_arm'])}</td>"

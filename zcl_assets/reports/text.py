@@ -182,7 +182,8 @@ def render_experiment(view: ExperimentView, all_metrics: bool = False) -> list[s
         f"{view.registration['randomization_unit']}-randomized, " + glue(f"look of {view.as_of} ({looks})")
     )
     reason = view.decision_reason
-    lines += wrap(f"Decision: {view.decision}" + (f" ({reason})" if reason else ""), INDENT)
+    status = f"; experiment status {view.status}" if view.status else ""
+    lines += wrap(f"Decision: {view.decision}" + (f" ({reason})" if reason else "") + status, INDENT)
     lines += wrap(f"Hypothesis: {view.registration['hypothesis']}", INDENT)
     metrics = view.comparisons.get_column("metric").unique(maintain_order=True).to_list()
     hidden = [m for m in metrics if view.role_of(m) == "secondary"] if not all_metrics else []
@@ -241,7 +242,7 @@ def _comparison_lines(r: dict, role: str) -> list[str]:
     head += " decides" if role == "primary" else " (guardrail)" if role == "guardrail" else ""
     if decision:
         head += f" -> {decision}"
-    adjusted = r.get("cs_p_value_adjusted")
+    adjusted = r.get("cs_p_adjusted")
     tail = [
         glue(f"anytime-valid p {p_value(r.get('cs_p_value'))}")
         + (glue(f" (Holm-adjusted {p_value(adjusted)})") if adjusted is not None else ""),
@@ -251,6 +252,10 @@ def _comparison_lines(r: dict, role: str) -> list[str]:
     if r.get("mn_ci_low") is not None:
         tail.append(glue(f"Miettinen-Nurminen CI {interval(r['mn_ci_low'], r['mn_ci_high'])}") + ", " + glue(f"p {p_value(r['mn_p_value'])}"))
     tail.append("relative lift " + glue(lift(r["relative_lift"], r["lift_ci_low"], r["lift_ci_high"])))
+    if r.get("fisher_p_value") is not None:
+        tail.append(glue(f"Fisher's exact p {p_value(r['fisher_p_value'])}"))
+    if r.get("guardrail_status"):
+        tail.append(f"guardrail: {r['guardrail_status']}")
     if r.get("interval_test_disagree"):
         tail.append("note: the descriptive interval and test disagree (small table)")
     return wrap(head + "; " + "; ".join(tail), INDENT * 2, hanging="    ")

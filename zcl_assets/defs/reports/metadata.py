@@ -152,7 +152,7 @@ def experiment_metadata(view: ExperimentView, forest_png: bytes, history_png: by
             "comparison": f"{r['treatment_arm']} vs {r['control_arm']}", "decision": r.get("decision") or NOT_COMPUTED,
             "difference": _shown(r["difference"]),
             "deciding_interval": interval(r["cs_low"], r["cs_high"]),
-            "anytime_p": f"{p_value(r.get('cs_p_value'))} / {p_value(r.get('cs_p_value_adjusted'))}",
+            "anytime_p": f"{p_value(r.get('cs_p_value'))} / {p_value(r.get('cs_p_adjusted'))}",
         }
         for r in view.comparisons.iter_rows(named=True)
     ]
