@@ -8,10 +8,14 @@ WITH parsed AS (
            CASE WHEN json_valid(record) THEN json_extract_string(record, '$.session_id') END AS session_id
     FROM quarantine
 ), session_experiments AS (
-    SELECT session_id, min(experiment_id) AS experiment_id FROM staged_assignments GROUP BY session_id
+    SELECT session_id, min(experiment_id) AS session_experiment
+    FROM staged_assignments
+    WHERE session_id IN (SELECT session_id FROM parsed WHERE named_experiment IS NULL)
+    GROUP BY session_id
 )
-SELECT coalesce(p.named_experiment, s.experiment_id) AS experiment_id, p.stage, p.source_table, p.rule, count(*) AS rows
+SELECT coalesce(p.named_experiment, s.session_experiment) AS experiment_id, p.stage, p.source_table, p.rule,
+       count(*) AS rows
 FROM parsed p
-LEFT JOIN session_experiments s ON p.named_experiment IS NULL AND p.session_id = s.session_id
+LEFT JOIN session_experiments s USING (session_id)
 GROUP BY ALL
 ORDER BY experiment_id, stage, source_table, rule

@@ -42,7 +42,7 @@ def test_every_experiment_is_a_partition_with_decision_interval_srm_and_plan(loo
         assert metadata["dagster/row_count"].value == 1
         history = metadata["look_history"].value
         assert [r.data["as_of"] for r in history.records] == list(NIGHTS)
-        assert {c.name for c in history.schema.columns} >= {"as_of", "deciding_interval", "units_control"}
+        assert {c.name for c in history.schema.columns} >= {"as_of", "cs", "units"}
         assert metadata["cs_low"].value == pytest.approx(low)
 
         srm = _latest(instance, SRM_EXPERIMENT)

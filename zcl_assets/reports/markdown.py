@@ -7,13 +7,8 @@ import math
 
 import polars as pl
 
-from zcl_assets.reports.experiments import ExperimentView
-from zcl_assets.reports.formatting import (
-    direction_words,
-    interval,
-    p_value,
-    progress_sentence,
-)
+from zcl_assets.reports.experiments import NOT_COMPUTED, ExperimentView
+from zcl_assets.reports.formatting import count, direction_words, interval, number, p_value
 from zcl_assets.reports.methods import DECIDING_INTERVAL, method_name
 
 
@@ -47,27 +42,37 @@ INLINE_LIMIT = 1000
 
 
 def verdict_markdown(view: ExperimentView, limit: int = INLINE_LIMIT) -> str:
-    """The verdict in short lines (under ``limit`` characters, so the UI shows it inline): decision
-    and reason, each primary comparison's deciding interval with its method, SRM status, progress
-    to the plan and days left. The reason is dropped first when it would be longer."""
+    """The verdict in short lines (under ``limit`` characters, so the UI shows it inline, and lines
+    short enough to read in a narrow column): decision and reason, each primary comparison's
+    deciding interval with its method, SRM status, progress to the plan and days left. The
+    reason is dropped first when it would be longer."""
     decision = view.decision.upper()
-    reason = view.decision_reason
     srm = view.srm_status.upper() if view.srm_alarm else view.srm_status
-    comparisons = [
-        f"{r['treatment_arm']} vs {r['control_arm']}: **{interval(r['cs_low'], r['cs_high'])}**" for r in view.primary_rows()
-    ]
     direction = direction_words(view.direction_of(view.primary_metric))
-    body = [
-        f"**Deciding interval** of {view.primary_metric} ({direction}): {method_name(DECIDING_INTERVAL, cite=True)}",
-        "; ".join(comparisons),
-        f"**SRM {srm}** (sequential p = {p_value(view.srm_p)}), look of {view.as_of}",
-        f"**Plan:** {progress_sentence(view)}",
+    fraction = view.information_fraction
+    plan = (
+        f"{fraction:.0%} of {count(view.planned_per_arm)} units per arm" if view.plan_reachable and fraction is not None
+        else "unreachable" if not view.plan_reachable else NOT_COMPUTED
+    )
+    days = f"{number(view.days_left, 2)}" if view.days_left is not None else NOT_COMPUTED
+    lines = [
+        f"**Deciding interval** of {view.primary_metric} ({direction}):",
+        *(f"{r['treatment_arm']} vs {r['control_arm']} **{interval(r['cs_low'], r['cs_high'])}**" for r in view.primary_rows()),
+        f"method: {method_name(DECIDING_INTERVAL, cite=True)}",
     ]
-    for head in (f"**Decision: {decision}**" + (f" ({reason})" if reason else ""), f"**Decision: {decision}**"):
-        text = "\n\n".join([head, *body])
+    facts = [f"**SRM {srm}** (sequential p = {p_value(view.srm_p)})", f"**Plan:** {plan}", f"**Days left:** {days}",
+             f"look of {view.as_of}"]
+    reason = view.decision_reason
+    for head in ([f"**Decision: {decision}**", reason] if reason else [f"**Decision: {decision}**"], [f"**Decision: {decision}**"]):
+        text = "\n\n".join(_lines(head) for head in (head, lines, facts))
         if len(text) < limit:
             return text
-    return "\n\n".join([f"**Decision: {decision}**", *body[2:]])[: limit - 1]
+    return "\n\n".join([f"**Decision: {decision}**", _lines(facts)])[: limit - 1]
+
+
+def _lines(lines: list[str]) -> str:
+    """One Markdown paragraph whose lines break where given (two trailing spaces: a hard break)."""
+    return "  \n".join(lines)
 
 
 def plots_markdown(view: ExperimentView, forest_png: bytes, history_png: bytes) -> str:

@@ -15,8 +15,11 @@ import dagster as dg
 
 from zcl_assets.reports.experiments import NOT_COMPUTED, ExperimentView
 from zcl_assets.reports.formatting import (
+    arm_figure,
+    count,
     direction_words,
     interval,
+    is_binary,
     lift,
     p_value,
     progress_sentence,
@@ -56,12 +59,10 @@ def table(columns: Sequence[dg.TableColumn], rows: Sequence[dict]) -> dg.TableMe
 
 ARM_COLUMNS = (
     _column("arm", "string", "arm name; control first"),
-    _column("allocation_share", "float", "registered share of units"),
-    _column("units_assigned", "int", "units assigned up to the look (sample-ratio counts)"),
-    _column("units_analysed", "int", "units with a verified outcome of the primary metric"),
-    _column("successes", "int", "binary metric: units with success"),
-    _column("rate_or_mean", "float", "success rate (binary) or mean per unit (continuous)"),
-    _column("sd", "float", "standard deviation per unit (continuous)"),
+    _column("share", "float", "registered allocation share"),
+    _column("assigned", "int", "units assigned up to the look (the sample-ratio counts)"),
+    _column("analysed", "int", "units with a verified outcome of the primary metric"),
+    _column("figure", "string", "binary: successes/units = rate; continuous: mean (sd) per unit"),
 )
 
 COMPARISON_COLUMNS = (
@@ -84,12 +85,11 @@ DESCRIPTIVE_COLUMNS = (
 HISTORY_COLUMNS = (
     _column("as_of", "string", "UTC day of the look"),
     _column("comparison", "string", "treatment arm vs control arm (primary metric)"),
-    _column("decision", "string", "decision at that look"),
-    _column("units_control", "int", "control units analysed"),
-    _column("units_treatment", "int", "treatment units analysed"),
+    _column("units", "string", "control / treatment units analysed"),
     _column("difference", "float", "treatment minus control"),
-    _column("deciding_interval", "string", "confidence sequence (decides)"),
-    _column("descriptive_interval", "string", "95% interval (descriptive)"),
+    _column("cs", "string", "confidence sequence (decides)"),
+    _column("ci_95", "string", "95% interval (descriptive)"),
+    _column("decision", "string", "decision at that look"),
 )
 
 QUARANTINE_COLUMNS = (
@@ -102,11 +102,10 @@ QUARANTINE_COLUMNS = (
 OVERVIEW_COLUMNS = (
     _column("attention", "string", "invalid, decided, continuing or not computed: the order of this table"),
     _column("experiment", "string", "experiment id = partition of experiment_report"),
-    _column("org", "string", "organization"),
     _column("decision", "string", "headline decision"),
-    _column("primary_metric", "string", "primary metric and its good direction"),
-    _column("deciding_interval", "string", "confidence sequence of each primary comparison"),
-    _column("plan_reached", "float", "share of the planned sample reached"),
+    _column("metric", "string", "primary metric; up: higher is better, down: lower is better"),
+    _column("cs", "string", "deciding interval (confidence sequence) of each primary comparison"),
+    _column("plan", "string", "share of the planned sample reached"),
     _column("days_left", "float", "days to reach the planned sample at current traffic"),
     _column("srm", "string", "sample-ratio status"),
     _column("as_of", "string", "UTC day of the experiment's latest look"),
@@ -117,16 +116,15 @@ def overview_table(views: Sequence[ExperimentView]) -> tuple[list[dg.TableRecord
     """Rows and schema of the night's overview, one row per experiment, in attention order."""
     rows = []
     for v in views:
+        arrow = {"increase": "up", "decrease": "down"}.get(v.direction_of(v.primary_metric) or "", "?")
+        fraction = v.information_fraction
         rows.append({
             "attention": v.attention,
             "experiment": v.experiment_id,
-            "org": v.org_id,
             "decision": v.decision,
-            "primary_metric": f"{v.primary_metric} ({direction_words(v.direction_of(v.primary_metric))})",
-            "deciding_interval": "; ".join(
-                f"{r['treatment_arm']} {interval(r['cs_low'], r['cs_high'])}" for r in v.primary_rows()
-            ),
-            "plan_reached": _real(v.information_fraction),
+            "metric": f"{v.primary_metric} ({arrow})",
+            "cs": "; ".join(interval(r["cs_low"], r["cs_high"]) for r in v.primary_rows()),
+            "plan": f"{fraction:.0%}" if fraction is not None else "-",
             "days_left": _real(v.days_left),
             "srm": v.srm_status,
             "as_of": v.as_of,
@@ -139,11 +137,10 @@ def experiment_metadata(view: ExperimentView, forest_png: bytes, history_png: by
     """Metadata of one ``experiment_report`` partition (one experiment as of its latest look)."""
     primary = view.primary_rows()
     first = primary[0] if primary else {}
+    binary = is_binary(view, view.primary_metric)
     arms = [
-        {
-            "arm": a.name, "allocation_share": _shown(a.share), "units_assigned": a.assigned_units, "units_analysed": a.units,
-            "successes": a.successes, "rate_or_mean": _shown(a.mean), "sd": _shown(a.sd),
-        }
+        {"arm": a.name, "share": _shown(a.share), "assigned": a.assigned_units, "analysed": a.units,
+         "figure": arm_figure(a, binary)}
         for a in view.arms()
     ]
     comparisons = [
@@ -168,9 +165,9 @@ def experiment_metadata(view: ExperimentView, forest_png: bytes, history_png: by
     history = [
         {
             "as_of": r["as_of"].isoformat(), "comparison": f"{r['treatment_arm']} vs {r['control_arm']}",
-            "decision": r.get("decision") or NOT_COMPUTED, "units_control": r["n_control"], "units_treatment": r["n_treatment"],
-            "difference": _shown(r["difference"]), "deciding_interval": interval(r["cs_low"], r["cs_high"]),
-            "descriptive_interval": interval(r["ci_low"], r["ci_high"]),
+            "units": f"{count(r['n_control'])} / {count(r['n_treatment'])}", "difference": _shown(r["difference"]),
+            "cs": interval(r["cs_low"], r["cs_high"]), "ci_95": interval(r["ci_low"], r["ci_high"]),
+            "decision": r.get("decision") or NOT_COMPUTED,
         }
         for r in view.history.iter_rows(named=True)
     ]
