@@ -67,7 +67,7 @@ EXPERIMENTS = TableContract(
         RowRule(
             "baseline_sd_for_continuous",
             "primary_metric = 'success' OR baseline_sd IS NOT NULL",
-            "baseline_sd is required for a continuous primary metric",
+            "baseline_sd is missing for a continuous primary metric",
         ),
     ),
 )

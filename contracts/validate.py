@@ -213,9 +213,10 @@ def candidate_select(contract: TableContract, source: Source) -> str:
 
     Returns:
         A SELECT yielding ``partition_day, source_file, source_row``, every contract field
-        typed (``NULL`` where absent or unparseable), ``rule`` (first rule broken, NULL for
-        a valid row), ``reason`` (every rule broken, ``rule: reason; ...``) and ``record``
-        (the row as landed, as text, for a row that broke a rule; NULL otherwise).
+        typed (``NULL`` where absent or unparseable), ``__rule`` (first rule broken, NULL
+        for a valid row), ``__reason`` (every rule broken, ``rule: reason; ...``) and
+        ``__record`` (the row as landed, as text, for a row that broke a rule; NULL
+        otherwise). The double underscores keep them apart from fields such as ``reason``.
     """
     fields = contract.fields
     parts = [_field_sql(source, f, i) for i, f in enumerate(fields, start=1)]
@@ -269,9 +270,9 @@ def candidate_select(contract: TableContract, source: Source) -> str:
     relation = _prepared_relation(contract, source)
     return (
         f"SELECT src.__partition_day AS partition_day, src.__source_file AS source_file, src.__source_row AS source_row, {field_list},\n"
-        f"  CASE WHEN {broken} THEN CASE {rule_case} END END AS rule,\n"
-        f"  CASE WHEN {broken} THEN concat_ws('; ', {reasons}) END AS reason,\n"
-        f"  CASE WHEN {broken} THEN {record} END AS record\n"
+        f"  CASE WHEN {broken} THEN CASE {rule_case} END END AS __rule,\n"
+        f"  CASE WHEN {broken} THEN concat_ws('; ', {reasons}) END AS __reason,\n"
+        f"  CASE WHEN {broken} THEN {record} END AS __record\n"
         f"FROM (SELECT src.*, {', '.join(typed_columns)} FROM {relation} src) src"
     )
 
@@ -349,10 +350,10 @@ def check_records(table: str, records: list[dict]) -> list[list[tuple[str, str]]
         con.execute("SET TimeZone = 'UTC'")
         con.register("records", frame)
         rows = con.execute(
-            f"SELECT source_row, reason, CAST(arms AS VARCHAR), control_arm, CAST(guardrails AS VARCHAR), "
+            f"SELECT source_row, __reason, CAST(arms AS VARCHAR), control_arm, CAST(guardrails AS VARCHAR), "
             f"CAST(metric_caps AS VARCHAR) FROM ({candidate_select(contract, Source('json', 'records'))})"
             if table == "experiments" else
-            f"SELECT source_row, reason FROM ({candidate_select(contract, Source('json', 'records'))})"
+            f"SELECT source_row, __reason FROM ({candidate_select(contract, Source('json', 'records'))})"
         ).fetchall()
     for row in rows:
         found = problems[row[0] - 1]

@@ -3,6 +3,8 @@ that describe the look they belong to."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dagster as dg
 import duckdb
 import pytest
@@ -55,6 +57,8 @@ def test_every_experiment_is_a_partition_with_decision_interval_srm_and_plan(loo
         assert latest["dagster/row_count"].value == len(registered)
         assert latest["experiments_invalid"].value >= 1
         assert [r.data["experiment"] for r in latest["experiments"].value.records][0] == SRM_EXPERIMENT
+        html = Path(latest["html_report"].value)
+        assert html.name == f"look-{NIGHTS[-1]}.html" and "<!DOCTYPE html>" in html.read_text(encoding="utf-8")
 
 
 def test_sample_ratio_check_reports_the_look_just_taken(looked, monkeypatch):

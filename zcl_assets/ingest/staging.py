@@ -152,7 +152,7 @@ def stage_table(con: duckdb.DuckDBPyConnection, table: str) -> StageResult:
     lineage = "partition_day, source_file, source_row"
     con.execute(
         f"CREATE OR REPLACE TEMP VIEW subject AS "
-        f"SELECT {lineage}, {fields} FROM candidates WHERE rule IS NULL "
+        f"SELECT {lineage}, {fields} FROM candidates WHERE __rule IS NULL "
         f"UNION ALL SELECT {lineage}, {fields} FROM {held_table(table)} WHERE partition_day NOT IN (SELECT partition_day FROM pending) "
         f"UNION ALL SELECT {lineage}, {fields} FROM {contract.staged_table} WHERE partition_day NOT IN (SELECT partition_day FROM pending)"
     )
@@ -180,7 +180,7 @@ def stage_table(con: duckdb.DuckDBPyConnection, table: str) -> StageResult:
         )
         con.execute(
             f"INSERT INTO {contract.staged_table} BY NAME SELECT {lineage}, {fields} FROM ("
-            f"SELECT {lineage}, {fields} FROM candidates c ANTI JOIN new_held USING ({lineage}) WHERE c.rule IS NULL "
+            f"SELECT {lineage}, {fields} FROM candidates c ANTI JOIN new_held USING ({lineage}) WHERE c.__rule IS NULL "
             f"UNION ALL SELECT {lineage}, {fields} FROM released)"
         )
         con.execute(f"DELETE FROM {held_table(table)}")
@@ -255,8 +255,8 @@ def _build_candidates(con: duckdb.DuckDBPyConnection, table: str, files: list[Ar
         fields = ", ".join(f"CAST(NULL AS {f.type}) AS {quote_identifier(f.name)}" for f in contract.fields)
         con.execute(
             "CREATE OR REPLACE TEMP TABLE candidates AS SELECT CAST(NULL AS DATE) AS partition_day, CAST(NULL AS VARCHAR) AS source_file, "
-            f"CAST(NULL AS BIGINT) AS source_row, {fields}, CAST(NULL AS VARCHAR) AS rule, CAST(NULL AS VARCHAR) AS reason, "
-            "CAST(NULL AS VARCHAR) AS record LIMIT 0"
+            f"CAST(NULL AS BIGINT) AS source_row, {fields}, CAST(NULL AS VARCHAR) AS __rule, CAST(NULL AS VARCHAR) AS __reason, "
+            "CAST(NULL AS VARCHAR) AS __record LIMIT 0"
         )
 
 
@@ -264,7 +264,7 @@ def _registration_rules(con: duckdb.DuckDBPyConnection) -> None:
     """Apply ``contracts.registration`` to the experiment candidates that passed so far."""
     rows = con.execute(
         "SELECT partition_day, source_file, source_row, CAST(arms AS VARCHAR), control_arm, CAST(guardrails AS VARCHAR), "
-        "CAST(metric_caps AS VARCHAR) FROM candidates WHERE rule IS NULL"
+        "CAST(metric_caps AS VARCHAR) FROM candidates WHERE __rule IS NULL"
     ).fetchall()
     failures = []
     for day, name, row, arms, control, guardrails, caps in rows:
@@ -282,7 +282,7 @@ def _registration_rules(con: duckdb.DuckDBPyConnection) -> None:
     con.register("registration_failures", batch)
     try:
         con.execute(
-            f"UPDATE candidates c SET rule = r.rule, reason = r.reason, record = CAST(to_json(struct_pack({packed})) AS VARCHAR) "
+            f"UPDATE candidates c SET __rule = r.rule, __reason = r.reason, __record = CAST(to_json(struct_pack({packed})) AS VARCHAR) "
             "FROM registration_failures r WHERE c.partition_day = r.partition_day AND c.source_file = r.source_file "
             "AND c.source_row = r.source_row"
         )
