@@ -1,30 +1,35 @@
 """One warehouse with looks on three nights, shared by the report tests.
 
-Simulated ZCL sessions (eight context experiments with known effects and a few dirty rows)
-plus two real experiments of the bundled ASOS data (imported, aggregate snapshots): c3d89d,
-whose units are split unequally so its allocation check fires, and e4b7b9, three arms. The
-looks are taken on a persistent instance in ``dagster_home/`` under the test's folder, so a
-webserver can show the same runs.
+Simulated ZCL sessions (eight context experiments with known effects and a few dirty rows),
+a real three-arm experiment of the bundled ASOS data (e4b7b9, aggregate snapshots, four
+metrics) and an imported unit-level export whose 50/50 design drew 56% of its units into
+control (``srm-incident``: a sample ratio mismatch that every version of the allocation
+check flags). The looks are taken on a persistent instance in ``dagster_home/`` under the
+test's folder, so a webserver can show the same runs.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
+import numpy as np
 import polars as pl
 import pytest
 
+from zcl_assets.importers.ab_export import AbExportOptions, import_ab_export
 from zcl_assets.importers.arm_snapshots import import_arm_snapshots
 from zcl_assets.paths import bundled_dir, project_root
 from zcl_assets.runner import run_night
 from zcl_assets.simulation.sessions import SimulationSummary, simulate_sessions
 
 NIGHTS = ("2026-10-14", "2026-10-21", "2026-10-28")
-ASOS_EXPERIMENTS = ("c3d89d", "e4b7b9")
-SRM_EXPERIMENT = "c3d89d"
+ASOS_EXPERIMENTS = ("e4b7b9",)
+SRM_EXPERIMENT = "srm-incident"
+IMPORTED = (*ASOS_EXPERIMENTS, SRM_EXPERIMENT)
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,25 @@ class Looked:
     home: Path
     simulation: SimulationSummary
     results: dict
+
+
+def srm_incident(folder: Path, units: int = 8000, control_share: float = 0.56) -> Path:
+    """A unit-level export of a 50/50 experiment whose coin favoured control (``control_share``),
+    spread over 27 days so that every night sees more units. Seeded; conversion 12% in both arms."""
+    rng = np.random.default_rng(8)
+    control = rng.random(units) < control_share
+    seconds = np.sort(rng.integers(0, 27 * 86_400, units))
+    start = dt.datetime(2026, 10, 1, tzinfo=dt.timezone.utc)
+    frame = pl.DataFrame({
+        "user_id": [f"u{i:05d}" for i in range(units)],
+        "timestamp": [(start + dt.timedelta(seconds=int(s))).isoformat() for s in seconds],
+        "group": np.where(control, "control", "treatment"),
+        "landing_page": np.where(control, "old_page", "new_page"),
+        "converted": (rng.random(units) < 0.12).astype(int),
+    })
+    path = folder / "srm_incident.csv"
+    frame.write_csv(path)
+    return path
 
 
 def asos_subset(folder: Path) -> Path:
@@ -56,6 +80,10 @@ def looked(tmp_path_factory) -> Looked:
         mp.setenv("DAGSTER_HOME", str(home))
         simulation = simulate_sessions(landing, seed=20261129, start="2026-10-01", days=28)
         import_arm_snapshots(asos_subset(root), landing, start_date="2026-10-01")
+        import_ab_export(srm_incident(root), landing, AbExportOptions(
+            experiment_id=SRM_EXPERIMENT, variant_map={"control": "old_page", "treatment": "new_page"}, baseline_mean=0.12,
+            mde=0.02,
+        ))
         results = {}
         with dg.DagsterInstance.from_config(str(home)) as instance:
             for night in NIGHTS:

@@ -20,12 +20,13 @@ METHOD_NAMES: dict[str, str] = {
     "newcombe_hybrid_score": "Newcombe hybrid score interval",
     "miettinen_nurminen": "Miettinen-Nurminen score interval",
     "welch": "Welch t interval",
+    "stratified_normal": "normal approximation stratified by allocation period",
     "delta_method_per_user_sums": "delta method on per-user sums",
     # tests (descriptive)
     "fisher_exact": "Fisher's exact test",
-    "welch_t": "Welch t-test",
+    "welch_t": "Welch t",
     "delta_method_z": "delta-method z-test",
-    "miettinen_nurminen_score": "Miettinen-Nurminen score test",
+    "miettinen_nurminen_score": "Miettinen-Nurminen score",
     # the deciding interval, the lift, the allocation check
     "confidence_sequence": "asymptotic confidence sequence",
     "log_delta_method": "log-scale delta method",

@@ -49,7 +49,7 @@ def sample_ratio(context: dg.AssetCheckExecutionContext, warehouse: Warehouse) -
     with warehouse.connect() as con:
         rows = con.execute(load_sql("find_srm_comparisons"), {"threshold": SRM_THRESHOLD, "as_of": as_of}).fetchall()
     examples = [
-        dg.TableRecord({c.name: v for c, v in zip(SRM_EXAMPLE_COLUMNS, row) if v is not None}) for row in rows[:20]
+        dg.TableRecord({c.name: v for c, v in zip(SRM_EXAMPLE_COLUMNS, row)}) for row in rows[:20]
     ]
     return dg.AssetCheckResult(
         passed=not rows,

@@ -53,7 +53,7 @@ def _shown(value: object, digits: int = 4) -> float | None:
 def table(columns: Sequence[dg.TableColumn], rows: Sequence[dict]) -> dg.TableMetadataValue:
     """``MetadataValue.table`` of ``rows`` (dicts keyed by column name), in the schema's order."""
     names = [c.name for c in columns]
-    records = [dg.TableRecord({n: r.get(n) for n in names if r.get(n) is not None}) for r in rows]
+    records = [dg.TableRecord({n: r.get(n) for n in names}) for r in rows]  # every record has every field
     return dg.MetadataValue.table(records, schema=dg.TableSchema(columns=list(columns)))
 
 
