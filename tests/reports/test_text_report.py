@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import duckdb
@@ -63,6 +64,19 @@ def test_details_name_the_good_direction_of_every_metric_and_the_method_of_every
         assert test_method and test_method.group(1) in METHOD_NAMES.values(), flat
     assert "asymptotic confidence sequence (Waudby-Smith et al. 2024)" in text
     assert "sequential multinomial test (Lindon and Malek 2022)" in text
+    # Per-arm figures: successes/units = rate for a binary metric, mean (sd) for a continuous one.
+    with duckdb.connect(str(looked.warehouse), read_only=True) as con:
+        (xc, nc, xt, nt), = con.execute(
+            "SELECT successes_control, n_control, successes_treatment, n_treatment FROM experiment_analysis "
+            "WHERE experiment_id = 'sim-ct-analysis-order' AND is_primary AND as_of = ?", [NIGHTS[-1]]
+        ).fetchall()
+        (mean_c, var_c), = con.execute(
+            "SELECT mean_control, variance_control FROM experiment_analysis "
+            "WHERE experiment_id = 'sim-nw-refactor-memory' AND is_primary AND as_of = ?", [NIGHTS[-1]]
+        ).fetchall()
+    flat = " ".join(line.strip() for line in text.splitlines())
+    assert f"control {xc:,}/{nc:,} = {xc / nc:.1%}; treatment {xt:,}/{nt:,} = {xt / nt:.1%}" in flat
+    assert f"control {mean_c:.4g} (sd {var_c ** 0.5:.3g})" in flat
 
 
 def test_intervals_are_those_of_the_latest_look(looked):
@@ -126,3 +140,10 @@ def test_an_id_longer_than_a_line_is_the_only_word_broken(width):
     lines = wrap(f"experiment {long_id} ends", width=width)
     assert all(len(line) <= width for line in lines)
     assert "".join(line.strip() for line in lines).replace(" ", "") == f"experiment{long_id}ends"
+
+
+def test_json_keeps_the_filtered_experiments(looked):
+    data = json.loads(report(looked, "--json", "--org", "initech"))
+    ids = {e["experiment_id"] for e in data["experiments"]}
+    assert ids == {e for e, spec in looked.simulation.experiments.items() if spec.org_id == "initech"}
+    assert all(c["cs_low"] is not None for e in data["experiments"] for c in e["comparisons"] if c["is_primary"])

@@ -11,6 +11,8 @@ Examples:
     '88.1%'
     >>> signed(None)
     'not computed'
+    >>> p_is(0.4321), p_is(1e-20)
+    ('p = 0.432', 'p < 1e-16')
 """
 
 from __future__ import annotations
@@ -88,14 +90,20 @@ def is_binary(view: ExperimentView, metric: str) -> bool:
     return rows.height > 0 and rows.get_column("successes_control").null_count() == 0
 
 
+def p_is(value: object) -> str:
+    """``p = 0.43`` or ``p < 1e-16``: a p-value after its letter."""
+    text = p_value(value)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
 def srm_sentence(view: ExperimentView) -> str:
-    """SRM status with both tests named, e.g. ``ok: sequential p = 0.43 (...), chi-square p = 0.52``."""
+    """SRM status with both tests named, e.g. ``SRM ok: sequential multinomial test (...) p = 0.43, ...``."""
     if view.srm_status == NOT_COMPUTED:
         return f"SRM {NOT_COMPUTED}"
-    against = f" ({view.srm_test})" if view.srm_test else ""
+    tested = f"; tested for: {view.srm_test}" if view.srm_test else ""
     return (
-        f"SRM {view.srm_status}{against}: {method_name('srm_sequential', cite=True)} p = {p_value(view.srm_p)}, "
-        f"{method_name('srm_chisquare')} p = {p_value(view.srm_chisquare_p)}"
+        f"SRM {view.srm_status}: {method_name('srm_sequential', cite=True)} {p_is(view.srm_p)}, "
+        f"{method_name('srm_chisquare')} {p_is(view.srm_chisquare_p)}{tested}"
     )
 
 

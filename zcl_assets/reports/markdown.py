@@ -8,7 +8,7 @@ import math
 import polars as pl
 
 from zcl_assets.reports.experiments import NOT_COMPUTED, ExperimentView
-from zcl_assets.reports.formatting import count, direction_words, interval, number, p_value
+from zcl_assets.reports.formatting import count, direction_words, interval, number, p_is
 from zcl_assets.reports.methods import DECIDING_INTERVAL, method_name
 
 
@@ -60,7 +60,7 @@ def verdict_markdown(view: ExperimentView, limit: int = INLINE_LIMIT) -> str:
         *(f"{r['treatment_arm']} vs {r['control_arm']} **{interval(r['cs_low'], r['cs_high'])}**" for r in view.primary_rows()),
         f"method: {method_name(DECIDING_INTERVAL, cite=True)}",
     ]
-    facts = [f"**SRM {srm}** (sequential p = {p_value(view.srm_p)})", f"**Plan:** {plan}", f"**Days left:** {days}",
+    facts = [f"**SRM {srm}** (sequential {p_is(view.srm_p)})", f"**Plan:** {plan}", f"**Days left:** {days}",
              f"look of {view.as_of}"]
     reason = view.decision_reason
     for head in ([f"**Decision: {decision}**", reason] if reason else [f"**Decision: {decision}**"], [f"**Decision: {decision}**"]):

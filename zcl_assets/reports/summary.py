@@ -1,4 +1,4 @@
-"""The per-experiment summary that ``zcl run`` and ``zcl report`` print."""
+"""The machine-readable look that `zcl report --json` prints (the text report is `reports/text.py`)."""
 
 from __future__ import annotations
 
@@ -57,48 +57,3 @@ def look_summary(con: duckdb.DuckDBPyConnection, as_of: str | None = None) -> di
         "experiments": [{"experiment_id": k, "comparisons": v} for k, v in experiments.items()],
         "quarantine": quarantine,
     }
-
-
-def _fmt(value: object, digits: int = 4) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
-    return str(value)
-
-
-def _planned(value: object) -> str:
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return f"{value:,.0f}"
-    return "unreachable" if value == "inf" else "-"
-
-
-def render_summary(summary: dict, primary_only: bool = True) -> str:
-    """A plain-text table: one line per comparison of the primary metric."""
-    count = len(summary["experiments"])
-    lines = [f"Look as of {summary['as_of']}: {count} experiment{'' if count == 1 else 's'}"]
-    header = f"{'experiment':<22} {'metric':<12} {'comparison':<24} {'n_c':>8} {'n_t':>8} {'control':>20} {'treatment':>20} {'diff':>9} {'95% interval':>21} {'p':>9} {'test':<13} {'planned/arm':>11}"
-    lines += [header, "-" * len(header)]
-    for experiment in summary["experiments"]:
-        for c in experiment["comparisons"]:
-            if primary_only and not c["is_primary"]:
-                continue
-            if c["successes_control"] is not None:
-                control, treatment = f"{c['successes_control']}/{c['n_control']}", f"{c['successes_treatment']}/{c['n_treatment']}"
-            else:
-                control = f"{_fmt(c['mean_control'])} (var {_fmt(c['variance_control'], 3)})"
-                treatment = f"{_fmt(c['mean_treatment'])} (var {_fmt(c['variance_treatment'], 3)})"
-            interval = f"[{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}]"
-            lines.append(
-                f"{experiment['experiment_id'][:22]:<22} {c['metric'][:12]:<12} {(c['treatment_arm'] + ' vs ' + c['control_arm'])[:24]:<24} "
-                f"{_fmt(c['n_control']):>8} {_fmt(c['n_treatment']):>8} {control:>20} {treatment:>20} "
-                f"{_fmt(c['difference'], 3):>9} {interval:>21} {_fmt(c['p_value'], 3):>9} {(c['p_method'] or '-'):<13} "
-                f"{_planned(c['planned_n_per_arm']):>11}"
-            )
-    quarantined = {t: sum(r.values()) for t, r in summary["quarantine"].items()}
-    landing_rules = {"bad_landing_path", "unsupported_file_type", "unknown_table"}
-    if any(landing_rules & set(rules) for rules in summary["quarantine"].values()):
-        lines.append("Some landed files are not read (wrong folder or file type): see quarantine rows of stage 'landing'.")
-    lines.append(f"Quarantined rows by table: {quarantined or 'none'} (see table `quarantine` for rule and reason)")
-    lines.append("Decisions: not computed yet (descriptive figures only; the confidence sequence is stored as cs_low/cs_high).")
-    return "\n".join(lines)
