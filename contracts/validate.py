@@ -75,6 +75,7 @@ class _FieldSql:
     typed: str  # SQL of the typed value (NULL when absent or unparseable)
     present: str  # SQL: the source holds a non-null value
     text: str  # SQL: the source value as text, for reasons
+    infallible: bool = False  # the typed value cannot fail (a column already of the field's type)
 
 
 def _json_field(f: Field, i: int) -> _FieldSql:
@@ -124,10 +125,15 @@ def _native_field(f: Field, column_type: str | None) -> _FieldSql:
     if column_type is None or column_type == '"NULL"' or column_type == "NULL":
         return _FieldSql("NULL", "false", "NULL")
     if column_type == "VARCHAR":
-        return _text_field(f, column_type)
+        text = _text_field(f, column_type)
+        return _FieldSql(text.typed, text.present, text.text, infallible=f.type == "VARCHAR")
     c = f"src.{quote_identifier(f.name)}"
     present = f"({c} IS NOT NULL)"
     base = column_type.split("(")[0]
+    exact = (f.type, base) in {("BIGINT", "BIGINT"), ("DOUBLE", "DOUBLE"), ("BOOLEAN", "BOOLEAN"), ("JSON", "JSON")} or (
+        f.type == "TIMESTAMPTZ" and column_type in _TIMESTAMP_TYPES) or (
+        f.type in ("BIGINT", "DOUBLE") and base in ("TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT", "UINTEGER")) or (
+        f.type == "DOUBLE" and base in _INTEGER_TYPES + _FLOAT_TYPES)
     typed = None
     if f.type == "BIGINT":
         if base in _INTEGER_TYPES:
@@ -148,7 +154,7 @@ def _native_field(f: Field, column_type: str | None) -> _FieldSql:
             typed = f"to_json({c})"
     if typed is None:  # a column of another type: every value it holds is refused
         return _FieldSql("NULL", present, f"'a ' || {sql_literal(column_type)} || ' column'")
-    return _FieldSql(typed, present, f"CAST({c} AS VARCHAR)")
+    return _FieldSql(typed, present, f"CAST({c} AS VARCHAR)", infallible=exact)
 
 
 def _field_sql(source: Source, f: Field, i: int) -> _FieldSql:
@@ -229,6 +235,8 @@ def candidate_select(contract: TableContract, source: Source) -> str:
     for f, sql in zip(fields, parts):
         if f.required and f.default is None:
             conditions.append(("missing_field", f"({readable}) AND NOT {sql.present}", sql_literal(f"required field {f.name} is missing or null")))
+        if sql.infallible:
+            continue
         conditions.append((
             "bad_type",
             f"{sql.present} AND {_typed(f.name)} IS NULL",

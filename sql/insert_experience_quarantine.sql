@@ -9,5 +9,5 @@ SELECT 'assignments', partition_day, source_file, source_row, 'experience', excl
         WHEN 'repeated_unit' THEN 'unit ' || unit_id || ' appears again in a unit-level experiment; only its first row is kept'
     END,
     to_json({session_id: session_id, experiment_id: experiment_id, arm: arm, unit_id: unit_id, delivered_arm: delivered_arm}),
-    now()
+    current_timestamp
 FROM experience_candidates WHERE exclusion IS NOT NULL

@@ -2,12 +2,16 @@
 -- first exclusion rule it breaks (NULL when it belongs in the experience table).
 -- Rules, in order: no_session, delivered_arm_mismatch (row level); unit_multiple_arms,
 -- unit_contaminated (user-randomized: the whole unit); repeated_unit (sessions_per_unit
--- 'one': every row of a unit after its first).
+-- 'one': every clean row of a unit after its first by assignment time and session id).
+-- Unit rules are aggregated only over the experiments they apply to, by GROUP BY (not by
+-- windows over every row), so session-randomized experiments pay nothing for them.
 CREATE OR REPLACE TEMP TABLE experience_candidates AS
 WITH verified AS (
+    -- the latest authoritative outcome of each session (ties: evaluator id, then version)
     SELECT * EXCLUDE (k) FROM (
-        SELECT v.*, row_number() OVER (PARTITION BY session_id ORDER BY recorded_at DESC, evaluator_id, evaluator_version) AS k
-        FROM verification_records v WHERE authoritative
+        SELECT session_id, evaluator_kind, evaluator_id, evaluator_version, recorded_at, success, time_minutes, tokens, score,
+               row_number() OVER (PARTITION BY session_id ORDER BY recorded_at DESC, evaluator_id, evaluator_version) AS k
+        FROM verification_records WHERE authoritative
     ) WHERE k = 1
 ), outcome_counts AS (
     SELECT session_id, count(*) AS outcomes, count(*) FILTER (WHERE authoritative) AS authoritative_outcomes
@@ -32,17 +36,21 @@ WITH verified AS (
              WHEN session_experiment_id IS DISTINCT FROM experiment_id OR delivered_arm IS DISTINCT FROM arm
                  THEN 'delivered_arm_mismatch' END AS row_rule
     FROM joined
-), unit_rules AS (
-    SELECT *,
-        count(DISTINCT arm) OVER unit AS unit_arms,
-        count(row_rule) OVER unit AS unit_bad_rows,
-        row_number() OVER (PARTITION BY experiment_id, unit_id, (row_rule IS NULL) ORDER BY assigned_at, session_id) AS unit_order
-    FROM row_rules
-    WINDOW unit AS (PARTITION BY experiment_id, unit_id)
+), unit_problems AS (
+    -- user-randomized units assigned to several arms, or with a row that broke a row rule
+    SELECT experiment_id, unit_id, count(DISTINCT arm) > 1 AS multiple_arms, count(row_rule) > 0 AS contaminated
+    FROM row_rules WHERE randomization_unit = 'user' GROUP BY ALL
+    HAVING count(DISTINCT arm) > 1 OR count(row_rule) > 0
+), first_clean AS (
+    -- unit-level exports: the first clean row of each unit
+    SELECT experiment_id, unit_id, arg_min(session_id, (assigned_at, session_id)) AS first_session
+    FROM row_rules WHERE sessions_per_unit = 'one' AND row_rule IS NULL GROUP BY ALL
 )
-SELECT * EXCLUDE (row_rule, unit_arms, unit_bad_rows, unit_order),
-    coalesce(row_rule,
-        CASE WHEN randomization_unit = 'user' AND unit_arms > 1 THEN 'unit_multiple_arms'
-             WHEN randomization_unit = 'user' AND unit_bad_rows > 0 THEN 'unit_contaminated'
-             WHEN sessions_per_unit = 'one' AND unit_order > 1 THEN 'repeated_unit' END) AS exclusion
-FROM unit_rules
+SELECT r.* EXCLUDE (row_rule),
+    coalesce(r.row_rule,
+        CASE WHEN u.multiple_arms THEN 'unit_multiple_arms'
+             WHEN u.contaminated THEN 'unit_contaminated'
+             WHEN r.sessions_per_unit = 'one' AND r.session_id <> f.first_session THEN 'repeated_unit' END) AS exclusion
+FROM row_rules r
+LEFT JOIN unit_problems u USING (experiment_id, unit_id)
+LEFT JOIN first_clean f USING (experiment_id, unit_id)

@@ -153,10 +153,10 @@ def tiny_import(tmp_path: Path, src: Path, **kw):
 
 
 def expected_id(unit, ts, arm, shown, ok, experiment="exp-tiny"):
-    """The documented id: experiment, unit, timestamp text and the MD5 of the row's values (hashlib)."""
+    """The documented id: experiment, unit, timestamp text and 48 bits of the MD5 of the row's values (hashlib)."""
     values = [v if v is not None else "\0" for v in (unit, ts, arm, shown, ok)]
-    digest = hashlib.md5("\x1f".join(values).encode()).hexdigest()[:12]
-    return f"{experiment}:{unit or ''}:{ts}:{digest}"
+    digest = int(hashlib.md5("\x1f".join(values).encode()).hexdigest()[:12], 16)
+    return f"{experiment}:{unit or ''}:{ts}:{digest:015d}"
 
 
 def test_tiny_options_and_unparseable_rows(tmp_path):
@@ -194,7 +194,6 @@ def test_tiny_options_and_unparseable_rows(tmp_path):
     assert sessions[ids[6]]["user_id"] == "u1"  # repeated unit kept
     s1 = sessions[ids[0]]
     assert (s1["org_id"], s1["task_type"], s1["experiment_id"]) == ("acme", "checkout", "exp-tiny")
-    assert s1["ended_at"] == s1["started_at"]
     assert "extra" not in s1
 
     assignments = {r["session_id"]: r for r in read_lines(landing, "assignments")}

@@ -4,8 +4,8 @@ The source has one row per unit or visit: unit id, timestamp, assigned group, de
 variant and a binary outcome (for example Udacity's ``ab_data.csv``:
 ``user_id,timestamp,group,landing_page,converted``). Each source row becomes
 
-* a session (user = unit, ``started_at = ended_at`` = timestamp, ``delivered_arm`` = the
-  delivered variant mapped back to an arm name, context fields empty),
+* a session (user = unit, ``started_at`` = timestamp, ``delivered_arm`` = the delivered
+  variant mapped back to an arm name; the source has no end time or context),
 * an assignment of that session (arm = the assigned group, ``unit_id`` = unit id,
   ``assigned_at`` = timestamp),
 * an outcome of that session (``success`` = the binary outcome, ``recorded_at`` = timestamp,
@@ -16,8 +16,8 @@ power, baseline, organization or task type), checked by the same contract as the
 before anything lands.
 
 **Stable ids.** A session id is ``<experiment>:<unit>:<timestamp>:<digest>`` where the digest
-is the MD5 of the row's values (unit, timestamp, group, delivered value, outcome), never a
-row number: a corrected export (a row removed, rows reordered, a value fixed) keeps the ids
+is the first 48 bits of the MD5 of the row's values (unit, timestamp, group, delivered
+value, outcome), as 15 decimal digits, never a row number: a corrected export (a row removed, rows reordered, a value fixed) keeps the ids
 of the rows it did not change, so re-importing it gives the same tables as a fresh load.
 Two identical rows share an id, and the second is quarantined as a duplicate.
 
@@ -42,6 +42,7 @@ import datetime as _dt
 import json
 import os
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,7 +50,7 @@ import duckdb
 import polars as pl
 
 from contracts.validate import check_records
-from zcl_assets.importers.landing_writer import parse_timestamp, read_source, safe_name, write_landing
+from zcl_assets.importers.landing_writer import parse_timestamps, read_source, safe_name, write_landing
 
 _TRUE = ("1", "1.0", "true", "t", "yes", "y")
 _FALSE = ("0", "0.0", "false", "f", "no", "n")
@@ -205,7 +206,7 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
                 f"name; map them with --variant ARM=VALUE (or pass --delivered-column '' if delivery equals assignment)"
             )
 
-    ts_parsed = df.select(parse_timestamp(pl.col(o.timestamp_column))).to_series()
+    ts_parsed = parse_timestamps(df.get_column(o.timestamp_column))
     outcome_norm = pl.col(o.outcome_column).str.strip_chars().str.to_lowercase()
     delivered = pl.col(o.delivered_column).replace(reverse) if o.delivered_column is not None else pl.col(o.assigned_column)
     base = df.select(
@@ -256,7 +257,6 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
         pl.col("unit").alias("user_id"),
         pl.lit(o.task_type).alias("task_type"),
         time_col.alias("started_at"),
-        time_col.alias("ended_at"),
         pl.lit(o.experiment_id).alias("experiment_id"),
         "delivered_arm",
     )
@@ -276,13 +276,15 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
 
     name = f"ab_export-{safe_name(o.experiment_id)}"
     fallback = first_ts.date() if first_ts is not None else reg.date()
-    writes = [
-        write_landing(experiments, landing_dir, "experiments", time_column="registered_at", name=name,
-                      json_columns=["arms", "guardrails"], fmt="parquet"),
-        write_landing(sessions, landing_dir, "sessions", time_column="started_at", name=name, fallback_day=fallback, fmt="parquet"),
-        write_landing(assignments, landing_dir, "assignments", time_column="assigned_at", name=name, fallback_day=fallback, fmt="parquet"),
-        write_landing(outcomes, landing_dir, "outcomes", time_column="recorded_at", name=name, fallback_day=fallback, fmt="parquet"),
+    tables = [
+        (experiments, "experiments", "registered_at", ["arms", "guardrails"]),
+        (sessions, "sessions", "started_at", []),
+        (assignments, "assignments", "assigned_at", []),
+        (outcomes, "outcomes", "recorded_at", []),
     ]
+    with ThreadPoolExecutor(max_workers=len(tables)) as pool:  # polars writes release the GIL
+        writes = list(pool.map(lambda t: write_landing(
+            t[0], landing_dir, t[1], time_column=t[2], name=name, json_columns=t[3], fallback_day=fallback, fmt="parquet"), tables))
     return AbExportSummary(
         rows_read=df.height,
         records_written={w.table: w.rows for w in writes},
@@ -298,16 +300,19 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
 
 
 def _session_ids(base: pl.DataFrame, experiment_id: str) -> pl.Series:
-    """``<experiment>:<unit>:<timestamp>:<md5 of the row's values, 12 hex>`` per row (DuckDB ``md5``)."""
+    """``<experiment>:<unit>:<timestamp>:<digest>`` per row; the digest is the first 48 bits of
+    the MD5 (DuckDB ``md5``) of the row's values joined by U+001F (a missing value as U+0000),
+    as 15 decimal digits."""
     with duckdb.connect() as con:
         con.register("base", base.select("unit", "ts_text", "arm", "delivered_raw", "outcome_raw"))
-        ids = con.execute(
-            "SELECT $e || ':' || coalesce(unit, '') || ':' || coalesce(ts_text, '') || ':' || "
-            "left(md5(concat_ws(chr(31), coalesce(unit, chr(0)), coalesce(ts_text, chr(0)), coalesce(arm, chr(0)), "
-            "coalesce(delivered_raw, chr(0)), coalesce(outcome_raw, chr(0)))), 12) AS session_id FROM base",
-            {"e": experiment_id},
-        ).pl()
-    return ids.get_column("session_id")
+        digest = pl.Series("d", con.execute(
+            "SELECT CAST('0x' || left(md5(concat_ws(chr(31), coalesce(unit, chr(0)), coalesce(ts_text, chr(0)), "
+            "coalesce(arm, chr(0)), coalesce(delivered_raw, chr(0)), coalesce(outcome_raw, chr(0)))), 12) AS BIGINT) AS d FROM base"
+        ).fetchnumpy()["d"])
+    return base.select(
+        pl.format("{}:{}:{}:{}", pl.lit(experiment_id), pl.col("unit").fill_null(""), pl.col("ts_text").fill_null(""),
+                  digest.cast(pl.String).str.zfill(15)).alias("session_id")
+    ).to_series()
 
 
 def _registration(o: AbExportOptions, src: Path, arms: list[str], registered_at: _dt.datetime) -> dict:

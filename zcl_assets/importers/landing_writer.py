@@ -107,6 +107,24 @@ def parse_timestamp(expr: pl.Expr | str) -> pl.Expr:
     return pl.coalesce(parts)
 
 
+def parse_timestamps(text: pl.Series) -> pl.Series:
+    """Timestamp text to ``Datetime[us, UTC]``, as :func:`parse_timestamp`, in fewer passes.
+
+    The format polars infers from the data parses the bulk in one pass; only the values it
+    leaves null are tried against every accepted format (an export rarely mixes formats).
+    """
+    text = text.cast(pl.String).str.strip_chars()
+    try:
+        parsed = text.str.to_datetime(strict=False, time_unit="us", time_zone="UTC")
+    except (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError):
+        parsed = pl.Series(text.name, [None] * len(text), dtype=pl.Datetime("us", "UTC"))
+    missing = parsed.is_null() & text.is_not_null()
+    if missing.any():
+        retry = pl.DataFrame({"t": text.filter(missing)}).select(parse_timestamp("t")).to_series()
+        parsed = parsed.scatter(missing.arg_true(), retry)
+    return parsed.alias(text.name)
+
+
 def _as_utc(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     if isinstance(dtype, pl.Datetime):
         if dtype.time_zone is None:
@@ -243,7 +261,7 @@ def write_landing(
             text = "\n".join([*part["line"].to_list(), *(extra_lines or {}).get(str(day), [])]) + "\n"
             tmp.write_bytes(text.encode("utf-8"))
         else:
-            part.drop("__day").write_parquet(tmp)
+            part.drop("__day").write_parquet(tmp, compression="lz4")
         # An identical file is left untouched (same bytes, same modification time), so
         # re-importing the same source changes no landed day.
         if path.exists() and filecmp.cmp(tmp, path, shallow=False):

@@ -190,7 +190,7 @@ def stage_table(con: duckdb.DuckDBPyConnection, table: str) -> StageResult:
         con.execute(
             f"INSERT INTO quarantine (source_table, partition_day, source_file, source_row, stage, rule, reason, record, quarantined_at) "
             f"SELECT $table, f.partition_day, f.source_file, f.source_row, 'contract', f.rule, f.reason, "
-            f"CAST(to_json(struct_pack({', '.join(f'{quote_identifier(n)} := h.{quote_identifier(n)}' for n in contract.field_names)})) AS VARCHAR), now() "
+            f"CAST(to_json(struct_pack({', '.join(f'{quote_identifier(n)} := h.{quote_identifier(n)}' for n in contract.field_names)})) AS VARCHAR), current_timestamp "
             f"FROM cross_failures f JOIN new_held h USING ({lineage}) ORDER BY {lineage}",
             params,
         )
