@@ -90,3 +90,23 @@ def test_sample_ratio_check_reports_the_look_just_taken(looked, monkeypatch):
     assert [c.name for c in examples.schema.columns][:3] == ["experiment_id", "treatment_arm", "units_control"]
     assert [(r.data["experiment_id"], r.data["treatment_arm"], r.data["units_control"], r.data["units_treatment"])
             for r in examples.records] == [tuple(r[1:]) for r in first]
+
+
+def test_one_page_can_be_redrawn_from_the_ui(looked):
+    # Materializing one partition of experiment_report (the UI's Materialize button) redraws that page alone.
+    from resources import Warehouse
+    from zcl_assets.defs.reports.assets import experiment_report
+
+    with dg.DagsterInstance.from_config(str(looked.home)) as instance:
+        result = dg.materialize(
+            [experiment_report], partition_key="sim-ct-analysis-order", instance=instance,
+            resources={"warehouse": Warehouse(path=str(looked.warehouse))},
+        )
+        assert result.success
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("experiment_report"), asset_partitions=["sim-ct-analysis-order"]),
+            limit=1,
+        ).records
+        assert records[0].run_id == result.run_id
+        metadata = records[0].asset_materialization.metadata
+        assert metadata["as_of"].value == NIGHTS[-1] and "Decision:" in metadata["verdict"].value

@@ -1,11 +1,11 @@
 """The analyst's view in the Dagster UI.
 
-``analysis_report`` (downstream of ``experiment_analysis``, in the nightly job) reads the look
-just taken and reports one materialization of ``experiment_report`` per experiment: the
-experiment is a dynamic partition of ``experiment_report``, so every experiment has its own
-page (asset ``experiment_report`` -> Partitions -> the experiment) with its decision, intervals,
-plots, SRM, progress and rejected rows, and its history over nights. ``analysis_report`` itself
-lists every experiment in attention order and writes the HTML report of the night.
+Each experiment is a dynamic partition of ``experiment_report`` (downstream of the look), so
+every experiment has its own page (asset ``experiment_report`` -> Partitions -> the
+experiment) with its decision, intervals, plots, SRM, progress and rejected rows, and its
+history over nights. ``analysis_report`` (in the nightly job) reads the look just taken,
+records one materialization of ``experiment_report`` per experiment in that one run, lists
+every experiment in attention order and writes the HTML report of the night.
 """
 
 
@@ -22,20 +22,7 @@ from zcl_assets.reports.plots import forest_plot, look_history
 
 experiment_partitions = dg.DynamicPartitionsDefinition(name="experiment")
 
-experiment_report = dg.AssetSpec(
-    key="experiment_report",
-    deps=["analysis_report"],
-    partitions_def=experiment_partitions,
-    group_name="reports",
-    kinds={"matplotlib"},
-    description=(
-        "One page per experiment (a partition per experiment id): decision and reason, per-arm figures, "
-        "each comparison's deciding confidence sequence beside its descriptive interval, a forest plot and the "
-        "look history, SRM status, progress to the planned sample and days left, quarantined and excluded "
-        "rows, verified share. Written by `analysis_report` after every look; open Partitions and pick the "
-        "experiment."
-    ),
-)
+EXPERIMENT_REPORT = dg.AssetKey("experiment_report")
 
 
 def report_path(warehouse: Warehouse, as_of: str) -> Path:
@@ -69,7 +56,7 @@ def analysis_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
         plots[view.experiment_id] = (forest_plot(view), look_history(view))
         context.log_event(
             dg.AssetMaterialization(
-                asset_key=experiment_report.key,
+                asset_key=EXPERIMENT_REPORT,
                 partition=view.experiment_id,
                 metadata=experiment_metadata(view, *plots[view.experiment_id]),
             )
@@ -87,3 +74,22 @@ def analysis_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
             "dagster/row_count": len(views),
         }
     )
+
+
+@dg.asset(
+    key=EXPERIMENT_REPORT,
+    deps=[experiment_analysis],  # the look; its pages are written after it, so they are never shown as stale
+    partitions_def=experiment_partitions,
+    group_name="reports",
+    kinds={"duckdb", "matplotlib"},
+    pool="duckdb",
+)
+def experiment_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
+    """One page per experiment (a partition per experiment id): decision and reason, per-arm figures, each
+    comparison's deciding confidence sequence beside its descriptive interval, a forest plot and the look
+    history, SRM status, progress to the planned sample and days left, quarantined and excluded rows,
+    verified share. Every night `analysis_report` writes all pages; open Partitions and pick the experiment.
+    Materializing a partition here redraws that experiment's page from the latest look."""
+    with warehouse.connect(read_only=True) as con:
+        (view,) = load_views(con, materialized_look(context.instance), experiment_ids=[context.partition_key])
+    return dg.MaterializeResult(metadata=experiment_metadata(view, forest_plot(view), look_history(view)))
