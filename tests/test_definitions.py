@@ -12,6 +12,8 @@ def test_code_location_loads_with_its_assets_checks_jobs_and_schedule():
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     expected = {f"raw_{t}" for t in TABLES} | {f"staged_{t}" for t in TABLES}
     expected |= {"landing_inventory", "verification_records", "experience", "experiment_plans", "experiment_analysis"}
+    expected |= {"admission_states", "funnel_stage_counts", "information_yield", "exploration_share",
+                 "experience_gain_by_task", "experience_gain", "loop_health"}
     expected |= {"analysis_report", "experiment_report"}
     assert keys == expected
 
@@ -36,6 +38,6 @@ def test_every_asset_has_group_kinds_and_description():
     graph = defs().resolve_asset_graph()
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
-        assert node.group_name in {"landing", "staging", "experience", "analysis", "reports"}, key
+        assert node.group_name in {"landing", "staging", "experience", "analysis", "funnel", "reports"}, key
         assert node.kinds, key
         assert node.description, key

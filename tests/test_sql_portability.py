@@ -16,7 +16,7 @@ SQL = Path(__file__).resolve().parents[1] / "sql"
 SAME_IN_SPARK = {"to_json"}
 
 
-@pytest.mark.parametrize("path", sorted(SQL.glob("*.sql")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(SQL.rglob("*.sql")), ids=lambda p: p.relative_to(SQL).as_posix())
 def test_sql_file_translates_to_spark(path):
     text = re.sub(r"\{(\w+)\}", r"\1_placeholder", path.read_text())  # identifiers filled in from the contracts
     trees = sqlglot.parse(text, read="duckdb")

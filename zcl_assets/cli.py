@@ -132,11 +132,13 @@ def import_arm_snapshots_command(obj, file, **options) -> None:
 def import_bundled_command(obj, seed: int) -> None:
     """Land the bundled data: the ASOS experiments (CC BY 4.0) and simulated ZCL sessions."""
     from zcl_assets.importers.arm_snapshots import import_arm_snapshots
+    from zcl_assets.simulation.experience_loop import land_experience_loop
     from zcl_assets.simulation.sessions import simulate_sessions
 
     asos = bundled_dir() / "asos_digital_experiments" / "asos_digital_experiments_dataset.csv"
     snapshots = import_arm_snapshots(asos, obj["landing"], start_date=BUNDLED_ASOS_START)
     simulated = simulate_sessions(obj["landing"], seed=seed, start=BUNDLED_SIMULATION_START)
+    land_experience_loop(obj["landing"], seed=seed, start=BUNDLED_SIMULATION_START)  # seed week, memory on/off runs
     click.echo(
         f"landed ASOS: {len(snapshots.experiment_ids)} experiments; simulated: "
         f"{sum(simulated.records_written.values())} records in {len(simulated.experiments)} experiments -> {obj['landing']}"
@@ -218,8 +220,9 @@ def _print_report(warehouse: Path, as_of: str | None, as_json: bool, after_run: 
         except ValueError as exc:
             raise click.BadParameter(f"{as_of!r} is not a date of the form YYYY-MM-DD ({exc})", param_hint="--as-of") from exc
     from zcl_assets.reports.experiments import load_views
+    from zcl_assets.reports.funnel import funnel_section, render_funnel_section
     from zcl_assets.reports.summary import look_summary
-    from zcl_assets.reports.text import render_report
+    from zcl_assets.reports.text import fit, render_report
 
     registered = None
     try:
@@ -227,6 +230,7 @@ def _print_report(warehouse: Path, as_of: str | None, as_json: bool, after_run: 
             registered = con.execute("SELECT count(*) FROM staged_experiments").fetchone()[0] if after_run else None
             views = load_views(con, as_of, experiment_ids=experiments, org_ids=orgs)
             summary = look_summary(con, as_of) if as_json else None
+            funnel = render_funnel_section(funnel_section(con)) if not as_json and not (experiments or orgs) else ""
     except (FileNotFoundError, LookupError) as exc:
         if after_run and not registered:
             click.echo(f"no experiment is registered yet, so the look as of {as_of} has nothing to analyse")
@@ -244,6 +248,8 @@ def _print_report(warehouse: Path, as_of: str | None, as_json: bool, after_run: 
     else:
         details = [v.experiment_id for v in views] if experiments else None
         click.echo(render_report(views, details=details, all_metrics=all_metrics))
+        if funnel:
+            click.echo("\n" + fit(funnel))
 
 
 if __name__ == "__main__":  # pragma: no cover

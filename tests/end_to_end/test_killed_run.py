@@ -11,6 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 import duckdb
+from filelock import FileLock
 
 from tests.warehouse_checks import conservation_gaps
 from zcl_assets.simulation.sessions import simulate_sessions
@@ -34,7 +35,11 @@ def test_next_run_releases_a_killed_run(tmp_path):
     first = _zcl(env, "run", "--as-of", "2026-11-15")
     # Wait until the first run holds its pool slot (its first asset is writing), then kill it.
     deadline = time.monotonic() + 120
-    with dg.DagsterInstance.from_config(str(home)) as instance:
+    # This process opens the instance too: it takes the lock `zcl` holds while creating storage.
+    with FileLock(str(home / ".instance.lock"), timeout=300):
+        instance = dg.DagsterInstance.from_config(str(home))
+        instance.get_runs(limit=1)
+    with instance:
         while time.monotonic() < deadline:
             runs = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
             if runs and warehouse.exists():

@@ -71,3 +71,20 @@ def test_meta_degenerate():
         hksj_random_effects([0.1, 0.2], [0.01, -0.01])
     with pytest.raises(ValueError):
         hksj_random_effects([0.1, 0.2], [0.01, 0.01], method="reml")
+
+
+def test_dersimonian_laird_tau2_is_truncated_at_zero():
+    # Q < k - 1: the moment estimate (Q - (k - 1)) / (S1 - S2 / S1) is negative, so tau^2 = 0
+    # and the pooled estimate is the fixed-effect one. Hand calculation:
+    # w = 1/v = (100, 25, 400); mu = (100*0.10 + 25*0.12 + 400*0.08) / 525 = 45/525 = 0.0857143
+    # Q = sum w (y - mu)^2 = 100*0.0142857^2 + 25*0.0342857^2 + 400*0.0057143^2
+    #   = 0.0204082 + 0.0293878 + 0.0130612 = 0.0628571 < 2
+    # HKSJ variance = Q / ((k - 1) sum w) = 0.0628571 / (2 * 525) = 5.9864e-5
+    y = np.array([0.10, 0.12, 0.08])
+    v = np.array([0.01, 0.04, 0.0025])
+    res = hksj_random_effects(y, v)
+    assert res.tau2 == 0
+    assert res.estimate == pytest.approx(45 / 525, rel=1e-12)
+    assert res.q == pytest.approx(0.0628571428571, rel=1e-9)
+    half = stats.t.ppf(0.975, 2) * np.sqrt(0.0628571428571 / (2 * 525))
+    assert (res.ci_low, res.ci_high) == (pytest.approx(45 / 525 - half, rel=1e-9), pytest.approx(45 / 525 + half, rel=1e-9))

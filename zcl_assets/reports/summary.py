@@ -6,6 +6,8 @@ import math
 
 import duckdb
 
+from zcl_assets.reports.funnel import funnel_section
+
 COMPARISON_COLUMNS = (
     "org_id", "task_type", "source", "metric", "is_primary", "analysis_unit", "control_arm", "treatment_arm",
     "n_control", "n_treatment", "successes_control", "successes_treatment", "mean_control", "mean_treatment",
@@ -56,4 +58,5 @@ def look_summary(con: duckdb.DuckDBPyConnection, as_of: str | None = None) -> di
         "as_of": as_of,
         "experiments": [{"experiment_id": k, "comparisons": v} for k, v in experiments.items()],
         "quarantine": quarantine,
+        "funnel": funnel_section(con),
     }

@@ -64,6 +64,25 @@ def wrap(text: str, indent: str = "", hanging: str = "    ", width: int = WIDTH)
     return [line.replace(NBSP, " ") for line in lines]
 
 
+def fit(text: str, width: int = WIDTH) -> str:
+    """Pre-formatted ``text`` (another section's lines) fitted to ``width``: a longer line wraps at
+    spaces, its continuation indented under it; shorter lines are left as they are.
+
+    Examples:
+        >>> print(fit("  one two three", width=12))
+          one two
+              three
+    """
+    out: list[str] = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out += wrap(line.strip(), indent=indent, width=width)
+    return "\n".join(out)
+
+
 ARROWS = {"increase": "\u2191", "decrease": "\u2193"}
 """Overview marks of the good direction of a primary metric (the legend spells them out)."""
 

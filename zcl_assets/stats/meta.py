@@ -85,6 +85,11 @@ def hksj_random_effects(effects, variances, alpha: float = 0.05, method: str = "
     if k < 2:
         return MetaResult(nan, nan, nan, nan, nan, nan, nan, k)
     res = combine_effects(y, v, method_re="dl" if method == "dl" else "iterated", use_t=True, alpha=alpha)
+    if res.tau2 < 0:
+        # statsmodels leaves the DerSimonian-Laird moment estimate untruncated; the estimator
+        # is max(0, .) (DerSimonian and Laird 1986). When Q < k - 1 the truncated value is 0,
+        # which is also the Paule-Mandel solution, so that fit gives the truncated estimate.
+        res = combine_effects(y, v, method_re="iterated", use_t=True, alpha=alpha)
     _, _, _, ci_hksj = res.conf_int(alpha=alpha, use_t=True)
     est = float(res.mean_effect_re)
     se = float(np.sqrt(res.var_hksj_re))

@@ -1,0 +1,1 @@
+DELETE FROM quarantine WHERE stage = 'funnel'

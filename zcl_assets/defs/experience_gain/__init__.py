@@ -1,0 +1,1 @@
+"""Experience Gain (memory on vs off, per task and pooled) and loop health."""
