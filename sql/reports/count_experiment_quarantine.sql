@@ -1,11 +1,12 @@
 -- Quarantined and excluded rows by experiment, stage, table and rule. A row names its
 -- experiment in its record (assignments, registrations, events, snapshots) or through its
 -- session's assignment (sessions, outcomes); a row naming neither (e.g. unparseable text)
--- has a NULL experiment_id.
+-- has a NULL experiment_id. The ids are read with a pattern, not a JSON parser, so a record
+-- that is not valid JSON (the reason it was quarantined) is still attributed when it can be.
 WITH parsed AS (
     SELECT source_table, stage, rule,
-           CASE WHEN json_valid(record) THEN json_extract_string(record, '$.experiment_id') END AS named_experiment,
-           CASE WHEN json_valid(record) THEN json_extract_string(record, '$.session_id') END AS session_id
+           nullif(regexp_extract(record, '"experiment_id"\s*:\s*"([^"]*)"', 1), '') AS named_experiment,
+           nullif(regexp_extract(record, '"session_id"\s*:\s*"([^"]*)"', 1), '') AS session_id
     FROM quarantine
 ), session_experiments AS (
     SELECT session_id, min(experiment_id) AS session_experiment

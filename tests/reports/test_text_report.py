@@ -147,3 +147,26 @@ def test_json_keeps_the_filtered_experiments(looked):
     ids = {e["experiment_id"] for e in data["experiments"]}
     assert ids == {e for e, spec in looked.simulation.experiments.items() if spec.org_id == "initech"}
     assert all(c["cs_low"] is not None for e in data["experiments"] for c in e["comparisons"] if c["is_primary"])
+
+
+def test_rejected_rows_are_attributed_to_their_experiment(looked):
+    # Independently: parse each quarantined record in Python; a row names its experiment or its session's.
+    with duckdb.connect(str(looked.warehouse), read_only=True) as con:
+        rows = con.execute("SELECT stage, source_table, rule, record FROM quarantine").fetchall()
+        by_session = dict(con.execute("SELECT session_id, min(experiment_id) FROM staged_assignments GROUP BY 1").fetchall())
+        views = load_views(con)
+    expected: dict[tuple, int] = {}
+    for stage, table, rule, record in rows:
+        try:
+            data = json.loads(record)
+        except (TypeError, ValueError):
+            data = {}
+        experiment = data.get("experiment_id") or by_session.get(data.get("session_id"))
+        if experiment:
+            key = (experiment, stage, table, rule)
+            expected[key] = expected.get(key, 0) + 1
+    found = {
+        (v.experiment_id, r["stage"], r["source_table"], r["rule"]): r["rows"]
+        for v in views for r in v.quarantine.iter_rows(named=True)
+    }
+    assert found == expected and found  # the simulator's dirty rows land in some experiments
