@@ -60,10 +60,14 @@ def registration_problems(
     else:
         names = [a.get("name") for a in parsed]
         shares = [_number(a.get("allocation")) for a in parsed]
+        # an aggregate export may declare no allocation at all: every share null means unknown
+        unknown = all(a.get("allocation") is None for a in parsed)
         if len(names) < 2 or not all(isinstance(n, str) and n.strip() for n in names) or len(set(names)) != len(names):
             problems.append(("bad_arms", f"arms need at least two distinct non-blank names, got {names}"))
-        if any(s is None or s <= 0 for s in shares) or abs(sum(s or 0.0 for s in shares) - 1.0) > ALLOCATION_TOLERANCE:
-            problems.append(("bad_allocation", f"allocations must be positive numbers summing to 1, got {[a.get('allocation') for a in parsed]}"))
+        if not unknown and (any(s is None or s <= 0 for s in shares)
+                            or abs(sum(s or 0.0 for s in shares) - 1.0) > ALLOCATION_TOLERANCE):
+            problems.append(("bad_allocation", "allocations must be positive numbers summing to 1, or all null (unknown), "
+                                               f"got {[a.get('allocation') for a in parsed]}"))
         if control_arm is not None and control_arm not in names:
             problems.append(("unknown_control_arm", f"control_arm {control_arm!r} is not one of the arms {names}"))
     try:

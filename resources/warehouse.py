@@ -28,9 +28,9 @@ SCHEMA_FILES: tuple[str, ...] = (
     "create_pending_days",
     "create_staging_state",
     "create_quarantine",
-    "create_experiment_plans",
-    "create_experiment_analysis",
 )
+# The analysis tables (experiment_plans, experiment_analysis, knowledge_records) are created
+# by their assets from their one schema definition (zcl_assets/analysis/schema.py).
 # Tables of the layout before the archive (raw rows as JSON text, staged DDL of its own):
 # their contents derive from the landing folder, so they are dropped and rebuilt.
 _LEGACY_TABLES = ("raw_records", "landing_manifest", *(c.staged_table for c in CONTRACTS.values()))

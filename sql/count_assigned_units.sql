@@ -1,10 +1,24 @@
--- Units assigned per experiment and arm as of one look (all assignments in the experience
--- table, verified or not): the counts for sample-ratio checks.
-SELECT x.experiment_id, x.arm,
-       count(DISTINCT CASE WHEN x.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END) AS units,
-       count(*) AS sessions,
-       count(*) FILTER (WHERE x.verified AND x.recorded_at < $as_of_end) AS verified_sessions,
-       min(x.assigned_at) AS first_assigned_at
-FROM experience x
-WHERE x.assigned_at < $as_of_end
-GROUP BY ALL ORDER BY ALL
+-- Units assigned per experiment, arm and stratum, cumulative, on every UTC day a unit was
+-- first assigned (verified or not): the counts of the sample-ratio test. A unit belongs to
+-- the stratum of its first assignment. Registered frame: segment_bounds(experiment_id,
+-- segment, starts_at).
+WITH units AS (
+    SELECT x.experiment_id, x.arm,
+           CASE WHEN x.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END AS unit,
+           min(x.assigned_at) AS first_assigned_at
+    FROM experience x
+    WHERE x.assigned_at < $as_of_end
+    GROUP BY ALL
+), daily AS (
+    SELECT u.experiment_id, u.arm, coalesce(max(b.segment), 0) AS segment, u.unit,
+           CAST(u.first_assigned_at AS DATE) AS day
+    FROM units u LEFT JOIN segment_bounds b
+      ON b.experiment_id = u.experiment_id AND b.starts_at <= u.first_assigned_at
+    GROUP BY u.experiment_id, u.arm, u.unit, u.first_assigned_at
+), per_day AS (
+    SELECT experiment_id, arm, segment, day, count(*) AS new_units FROM daily GROUP BY ALL
+)
+SELECT experiment_id, arm, segment, day,
+       CAST(sum(new_units) OVER (PARTITION BY experiment_id, arm, segment ORDER BY day ROWS UNBOUNDED PRECEDING) AS BIGINT) AS units
+FROM per_day
+ORDER BY experiment_id, arm, segment, day

@@ -1,2 +1,1 @@
-INSERT INTO experiment_analysis BY NAME
-SELECT CAST($as_of AS DATE) AS as_of, *, current_timestamp AS analysed_at FROM look_batch
+INSERT INTO experiment_analysis BY NAME SELECT *, current_timestamp AS analysed_at FROM look_batch

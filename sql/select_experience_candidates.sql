@@ -21,7 +21,7 @@ WITH verified AS (
            e.control_arm, a.session_id, a.unit_id, a.arm, a.assigned_at,
            s.session_id IS NOT NULL AS has_session, s.delivered_arm, s.experiment_id AS session_experiment_id,
            s.context_digest, s.user_id,
-           v.session_id IS NOT NULL AS verified, v.evaluator_kind, v.evaluator_id, v.recorded_at,
+           v.session_id IS NOT NULL AS verified, v.evaluator_kind, v.evaluator_id, v.evaluator_version, v.recorded_at,
            CAST(v.success AS DOUBLE) AS success, v.time_minutes, v.tokens, v.score,
            coalesce(c.outcomes, 0) AS outcomes, coalesce(c.authoritative_outcomes, 0) AS authoritative_outcomes,
            a.partition_day, a.source_file, a.source_row

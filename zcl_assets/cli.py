@@ -145,6 +145,35 @@ def import_bundled_command(obj, seed: int) -> None:
     )
 
 
+@main.command("simulate")
+@click.option("--seed", type=int, default=20261201, show_default=True, help="Seed of the world (same seed, same files).")
+@click.option("--start", default="2026-10-01", show_default=True, help="UTC day the experiments register.")
+@click.option("--days", type=int, default=56, show_default=True, help="Days of traffic after the registrations.")
+@click.option("--traffic-scale", type=float, default=1.0, show_default=True, help="Multiplies every task type's traffic.")
+@click.option("--truth", "truth_path", type=click.Path(dir_okay=False), default=None,
+              help="Where the ground truth (JSON) goes [default: world-<seed>-truth.json beside the landing folder].")
+@click.pass_obj
+def simulate_command(obj, seed: int, start: str, days: int, traffic_scale: float, truth_path: str | None) -> None:
+    """Land a simulated world with known truth: organizations of different sizes, returning users, session- and
+    user-randomized experiments, true effects (zero too), a guardrail harm, SRM and drift incidents, a declared
+    allocation change, self-reported outcomes and dirty rows. The truth (effects in each metric's estimand, and
+    the decisions it warrants) is written as JSON beside the landing folder."""
+    from zcl_assets.simulation.world import default_world, simulate_world
+
+    try:
+        dt.date.fromisoformat(start)
+    except ValueError as exc:
+        raise click.BadParameter(f"--start must be YYYY-MM-DD, got {start!r}") from exc
+    world = simulate_world(obj["landing"], seed=seed, config=default_world(start, days, traffic_scale),
+                           truth_path=truth_path or "default")
+    last = (dt.date.fromisoformat(start) + dt.timedelta(days=days - 1)).isoformat()
+    click.echo(f"landed {sum(world.records_written.values())} records of {len(world.truth)} experiments under "
+               f"{obj['landing']}; truth: {world.truth_path}")
+    for eid, t in world.truth.items():
+        click.echo(f"  {eid:<24} {t['label'][:70]:<70} expected: {', '.join(t['expected_decisions'])}")
+    click.echo(f"next: zcl run --as-of {last}")
+
+
 # The bundled sources are laid next to each other in time, so one run covers them.
 BUNDLED_ASOS_START = "2026-06-01"
 BUNDLED_SIMULATION_START = "2026-09-01"

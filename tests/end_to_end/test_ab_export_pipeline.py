@@ -12,6 +12,7 @@ import duckdb
 import pytest
 from scipy import stats
 from statsmodels.stats.proportion import confint_proportions_2indep
+from statsmodels.stats.proportion import test_proportions_2indep as score_test_2indep
 
 from tests.conftest import AB_DATA, require_shared_data
 from tests.warehouse_checks import conservation_gaps
@@ -79,24 +80,30 @@ def test_ab_data_end_to_end(pipeline_paths, instance):
         assert kept + sum(by_rule.values()) == 294478
         row = con.execute(
             "SELECT n_control, successes_control, n_treatment, successes_treatment, difference, ci_low, ci_high, "
-            "p_value, p_method, ci_method, planned_n_per_arm FROM experiment_analysis "
-            "WHERE experiment_id = 'udacity-landing-page' AND is_primary"
+            "p_value, p_method, ci_method, planned_n_per_arm, fisher_p_value, decision, alpha_share "
+            "FROM experiment_analysis WHERE experiment_id = 'udacity-landing-page' AND is_primary "
+            "AND as_of = DATE '2017-01-31'"
         ).fetchone()
 
-    n_c, x_c, n_t, x_t, diff, low, high, p, p_method, ci_method, planned = row
+    n_c, x_c, n_t, x_t, diff, low, high, p, p_method, ci_method, planned, fisher_p, decision, alpha_share = row
     assert (n_c, x_c, n_t, x_t) == (c_units, c_conv, t_units, t_conv)
     assert diff == pytest.approx(t_conv / t_units - c_conv / c_units, abs=1e-12)
-    # Newcombe hybrid score interval, computed by statsmodels (independent implementation).
-    ref_low, ref_high = confint_proportions_2indep(t_conv, t_units, c_conv, c_units, method="newcomb", compare="diff")
-    assert (low, high) == (pytest.approx(ref_low, abs=1e-9), pytest.approx(ref_high, abs=1e-9))
-    # Fisher's exact test, computed by scipy on the 2x2 table.
-    ref_p = stats.fisher_exact([[t_conv, t_units - t_conv], [c_conv, c_units - c_conv]]).pvalue
+    # Miettinen-Nurminen score test: statsmodels' score test agrees at margin 0 (its interval is
+    # known to stray at the 1e-7 level, docs/statistics.md, hence the looser tolerance there).
+    ref_p = score_test_2indep(t_conv, t_units, c_conv, c_units, method="score").pvalue
     assert p == pytest.approx(ref_p, rel=1e-9)
-    assert (p_method, ci_method) == ("fisher_exact", "newcombe_hybrid_score")
-    # Planned sample: baseline 0.5 and MDE 0.01 (importer defaults), alpha 0.05, power 0.8.
-    # n_fixed = (1.959964 + 0.841621)^2 * (0.25 + 0.51*0.49) / 0.01^2 = 7.848881 * 0.4999 / 1e-4
-    #         = 39,236.5; N_plan = ceil(1.73 * 39,236.5) = ceil(67,879.2) = 67,880
+    ref_low, ref_high = confint_proportions_2indep(t_conv, t_units, c_conv, c_units, method="score")
+    assert (low, high) == (pytest.approx(ref_low, abs=1e-6), pytest.approx(ref_high, abs=1e-6))
+    assert (p_method, ci_method) == ("miettinen_nurminen_score", "miettinen_nurminen_score")
+    # Large table: every expected cell is far above 5, so Fisher's exact test is not reported.
+    assert fisher_p is None
+    # Planned sample: baseline 0.5 and MDE 0.01 (importer defaults), alpha share 0.05 / K = 0.0125
+    # (K = 4 slots), power 0.8: n_fixed = (z_{0.99375} + z_{0.8})^2 * (0.25 + 0.51*0.49) / 0.01^2
+    # = (2.497705 + 0.841621)^2 * 0.4999 / 1e-4 = 55,744.4; N_plan = ceil(1.73 * n_fixed) = 96,438
     # (R = 1.73, calibrated for the confidence sequence by benchmarks/calibrate_cs_inflation.py).
-    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    assert alpha_share == pytest.approx(0.0125)
+    z = stats.norm.ppf(1 - 0.0125 / 2) + stats.norm.ppf(0.8)
     n_fixed = z**2 * (0.5 * 0.5 + 0.51 * 0.49) / 0.01**2
-    assert planned == math.ceil(1.73 * n_fixed) == 67880
+    assert planned == math.ceil(1.73 * n_fixed) == 96438
+    # 143k units per arm are past the plan; the confidence sequence lies inside +/- the MDE.
+    assert decision == "no_effect"

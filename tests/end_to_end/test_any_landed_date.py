@@ -24,6 +24,7 @@ def test_an_export_dated_before_2016_is_loaded_and_analysed(pipeline_paths, inst
         days = [r[0] for r in con.execute("SELECT DISTINCT CAST(partition_day AS VARCHAR) FROM staged_sessions ORDER BY 1").fetchall()]
         assert days == ["1999-12-31", "2015-06-01", "2015-06-02", "2015-06-03"]
         n_c, n_t = con.execute(
-            "SELECT n_control, n_treatment FROM experiment_analysis WHERE experiment_id = 'old' AND is_primary"
+            "SELECT n_control, n_treatment FROM experiment_analysis WHERE experiment_id = 'old' AND is_primary "
+            "AND as_of = DATE '2015-06-30'"
         ).fetchone()
         assert (n_c, n_t) == (40, 40)

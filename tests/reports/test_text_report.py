@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tests.reports.conftest import IMPORTED, NIGHTS, SRM_EXPERIMENT
 from zcl_assets.cli import main
 from zcl_assets.reports.experiments import load_views
-from zcl_assets.reports.formatting import interval
+from zcl_assets.reports.formatting import interval, p_value
 from zcl_assets.reports.methods import METHOD_NAMES
 from zcl_assets.reports.text import WIDTH, wrap
 
@@ -46,6 +46,20 @@ def test_imported_section_puts_the_srm_alarm_first(looked):
     start = next(i for i, line in enumerate(lines) if line.startswith("Imported experiments"))
     first = lines[start + 3]
     assert SRM_EXPERIMENT in first and first.rstrip().endswith("mismatch")
+
+
+def test_the_decision_leads_then_its_reason_interval_and_adjusted_p(looked):
+    with duckdb.connect(str(looked.warehouse), read_only=True) as con:
+        decision, reason, adjusted = con.execute(
+            "SELECT decision, decision_reason, cs_p_adjusted FROM experiment_analysis "
+            "WHERE experiment_id = ? AND is_primary AND as_of = ?", [SRM_EXPERIMENT, NIGHTS[-1]]
+        ).fetchone()
+    lines = report(looked, "--experiment", SRM_EXPERIMENT).splitlines()
+    overview = next(line for line in lines if line[13:].startswith(SRM_EXPERIMENT))
+    assert decision == "invalid" and overview.startswith("invalid")  # a sample ratio mismatch invalidates
+    flat = " ".join(line.strip() for line in lines)
+    assert flat.index(f"Decision: invalid ({reason})") < flat.index("per arm, units and")
+    assert f"(Holm-adjusted {p_value(adjusted)})" in flat
 
 
 def test_details_name_the_good_direction_of_every_metric_and_the_method_of_every_figure(looked):

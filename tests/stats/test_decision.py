@@ -151,7 +151,7 @@ def test_rule6_continue_otherwise():
 def test_nan_interval_never_decides():
     for kw in ({}, dict(n_t=1000, n_c=1000)):
         label, reason = one(np.nan, np.nan, **kw)
-        assert label == CONTINUE and reason == "interval undefined"
+        assert label == CONTINUE and reason.startswith("interval undefined")
 
 
 def test_reversed_interval_for_decrease_metric():

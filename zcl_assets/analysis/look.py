@@ -1,4 +1,16 @@
-"""One look: the analysis of every experiment as of the end of one UTC day."""
+"""Read one pass of looks from the warehouse: SQL to the frames of ``engine.LookInputs``.
+
+Heavy work stays in DuckDB (``sql/aggregate_unit_statistics.sql`` and friends): joins and
+exact aggregation to cumulative sufficient statistics per experiment, arm, stratum and
+day. Python receives those few numbers and runs ``engine.analyse`` over every experiment
+and night at once.
+
+Nights: every experiment is looked at on every UTC day on which its data changed, on its
+registration day and on the night asked for. Every night is recomputed from the staged data
+at every run and replaces the stored one: the looks are derived data, so a corrected landed
+file gives the same looks as a fresh load, nights the schedule missed are caught up, and a
+first run writes the whole history in one pass. Rule 1 (sticky) runs along the path.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +20,13 @@ import duckdb
 import polars as pl
 
 from sql import load_sql
-from zcl_assets.analysis.comparisons import build_comparisons
+from zcl_assets.analysis.design import comparisons
+from zcl_assets.analysis.engine import STAT_COLUMNS, LookInputs, analyse
+from zcl_assets.analysis.metrics import CATALOGUE, metric_spec
+from zcl_assets.analysis.registration import allocation_changes, decode_arms
+
+UTC = dt.timezone.utc
+TS = pl.Datetime("us", "UTC")
 
 
 def look_end(as_of: str) -> dt.datetime:
@@ -17,56 +35,180 @@ def look_end(as_of: str) -> dt.datetime:
     Raises ``ValueError`` for a date that is not ``YYYY-MM-DD``.
     """
     day = dt.date.fromisoformat(as_of)
-    return dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), tzinfo=dt.timezone.utc)
+    return dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), tzinfo=UTC)
+
+
+def strata(events: pl.DataFrame, changes: pl.DataFrame, arms: pl.DataFrame):
+    """Strata and epochs from the status stream and the valid declared allocation changes.
+
+    A stratum starts at registration, at every declared allocation change and at every
+    ``reopened`` event; an epoch starts at registration and at every ``reopened`` event.
+
+    Returns:
+        ``(segments, shares, segment_bounds, epoch_bounds)``: ``segments`` maps
+        ``experiment_id, segment`` to ``epoch``; ``shares`` gives each stratum's declared
+        share per arm (the registration's, then each change's; a reopen keeps the last);
+        the bounds frames (``starts_at``) are what the SQL joins on.
+    """
+    reopen = events.filter(pl.col("status") == "reopened").select("experiment_id", "at").unique()
+    change_times = changes.select("experiment_id", "at").unique()
+    bounds = (
+        pl.concat([reopen.with_columns(pl.lit(True).alias("reopen")),
+                   change_times.with_columns(pl.lit(False).alias("reopen"))])
+        .group_by("experiment_id", "at").agg(pl.col("reopen").any())
+        .sort("experiment_id", "at")
+        .with_columns(
+            (pl.int_range(pl.len()).over("experiment_id") + 1).alias("segment"),
+            pl.col("reopen").cast(pl.Int64).cum_sum().over("experiment_id").alias("epoch"),
+        )
+    )
+    experiments = arms.select("experiment_id").unique()
+    segments = pl.concat([
+        experiments.with_columns(pl.lit(0, dtype=pl.Int64).alias("segment"), pl.lit(0, dtype=pl.Int64).alias("epoch")),
+        bounds.select("experiment_id", pl.col("segment").cast(pl.Int64), pl.col("epoch").cast(pl.Int64)),
+    ])
+    # shares: the registration's for stratum 0; a change's from its stratum on
+    first = arms.select("experiment_id", "arm", "share").with_columns(pl.lit(0, dtype=pl.Int64).alias("segment"))
+    changed = changes.join(bounds.select("experiment_id", "at", "segment"), on=["experiment_id", "at"]) \
+        .select("experiment_id", "arm", "share", pl.col("segment").cast(pl.Int64))
+    grid = segments.join(arms.select("experiment_id", "arm"), on="experiment_id")
+    known = pl.concat([first, changed]).sort("segment")
+    shares = grid.sort("segment").join_asof(known, on="segment", by=["experiment_id", "arm"], strategy="backward",
+                                            check_sortedness=False).select("experiment_id", "segment", "arm", "share")
+    seg_bounds = bounds.select("experiment_id", pl.col("segment").cast(pl.Int64), pl.col("at").alias("starts_at"))
+    epoch_bounds = bounds.filter("reopen").select("experiment_id", pl.col("epoch").cast(pl.Int64), pl.col("at").alias("starts_at"))
+    return segments, shares, seg_bounds, epoch_bounds
+
+
+def nights(
+    registrations: pl.DataFrame, events: pl.DataFrame, first: pl.DataFrame, as_of: str,
+    data_days: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The nights each experiment is looked at, up to ``as_of``.
+
+    Every UTC day from its registration day to ``as_of`` (``data_days`` None), or, given
+    ``data_days`` (``experiment_id, day``: days on which any of its data changed), those
+    days, its registration day and ``as_of``: a night without new data changes nothing but
+    its date, and an export from years ago is not looked at on every day since.
+
+    Columns: ``experiment_id, as_of, days_since_first_assignment, status, epoch``. The
+    status is the last event before the night's end (``registered`` when none), the epoch
+    the number of ``reopened`` events before it.
+    """
+    day = dt.date.fromisoformat(as_of)
+    reg = registrations.select("experiment_id", pl.col("registered_at").dt.date().alias("start")).filter(pl.col("start") <= day)
+    if data_days is None:
+        grid = reg.with_columns(pl.date_ranges("start", pl.lit(day)).alias("as_of")).explode("as_of").drop("start")
+    else:
+        days = pl.concat([
+            reg.select("experiment_id", pl.col("start").alias("as_of")),
+            reg.select("experiment_id", pl.lit(day).alias("as_of")),
+            data_days.select("experiment_id", pl.col("day").cast(pl.Date).alias("as_of")),
+        ]).join(reg, on="experiment_id")
+        grid = days.filter((pl.col("as_of") >= pl.col("start")) & (pl.col("as_of") <= day)).select(
+            "experiment_id", "as_of").unique()
+    grid = grid.with_columns((pl.col("as_of").cast(pl.Datetime("us")).dt.replace_time_zone("UTC") + pl.duration(days=1))
+                             .alias("look_end"))
+    ev = events.select("experiment_id", "status", pl.col("at").cast(TS)).sort("at")
+    grid = grid.sort("look_end").join_asof(ev.rename({"at": "event_at"}), left_on="look_end", right_on="event_at",
+                                           by="experiment_id", strategy="backward", allow_exact_matches=False,
+                                           check_sortedness=False)
+    reopens = ev.filter(pl.col("status") == "reopened").with_columns(
+        pl.int_range(1, pl.len() + 1).over("experiment_id").alias("epoch")).select("experiment_id", "at", "epoch")
+    grid = grid.sort("look_end").join_asof(reopens, left_on="look_end", right_on="at", by="experiment_id",
+                                           strategy="backward", allow_exact_matches=False, check_sortedness=False)
+    grid = grid.join(first.select("experiment_id", pl.col("first_assigned_at").cast(TS)), on="experiment_id", how="left")
+    return grid.select(
+        "experiment_id", "as_of",
+        pl.when(pl.col("first_assigned_at") < pl.col("look_end"))
+        .then((pl.col("look_end") - pl.col("first_assigned_at")).dt.total_seconds() / 86400.0)
+        .alias("days_since_first_assignment"),
+        pl.col("status").fill_null("registered"),
+        pl.col("epoch").fill_null(0).cast(pl.Int64),
+    ).sort("experiment_id", "as_of")
+
+
+def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = False) -> LookInputs:
+    """The frames of one pass of looks as of ``as_of`` (see the module docstring).
+
+    Args:
+        con: an open warehouse connection.
+        as_of: the night asked for (``YYYY-MM-DD``).
+        only_night: compute the night ``as_of`` alone (the path is still evaluated for rule
+            1); by default every night of every experiment is computed (and rewritten).
+    """
+    params = {"as_of_end": look_end(as_of)}
+    registrations = con.execute(load_sql("select_registrations")).pl()
+    plans = con.execute("SELECT * FROM experiment_plans").pl()
+    events = con.execute(load_sql("select_experiment_events")).pl().with_columns(pl.col("at").cast(TS))
+    arms = decode_arms(registrations)
+    changes, _ = allocation_changes(events, arms, registrations.with_columns(pl.col("registered_at").cast(TS)))
+    segments, shares, seg_bounds, epoch_bounds = strata(events, changes, arms)
+    snapshots = con.execute(load_sql("select_snapshot_statistics"), params).pl()
+    snapshot_metrics = snapshots.select("experiment_id", "metric").unique()
+    comps, experiments, _ = comparisons(registrations, plans, snapshot_metrics, changes)
+    metrics = comps.select("experiment_id", "metric").unique()
+    analysed = metrics.with_columns(pl.col("metric").replace_strict(
+        {m: spec.resolution for m, spec in CATALOGUE.items()}, default=metric_spec("").resolution,
+        return_dtype=pl.Float64).alias("resolution"))
+    records = con.execute(load_sql("select_quarantined_records")).pl()
+    keys = records.select(
+        "source_table", "stage", "partition_day",
+        *[pl.col("record").str.json_path_match(f"$.{k}").alias(k) for k in ("experiment_id", "session_id", "metric")],
+    )  # a malformed record (not JSON) has no keys: it belongs to no experiment
+    con.register("analysed_metrics", analysed)
+    con.register("segment_bounds", seg_bounds)
+    con.register("epoch_bounds", epoch_bounds)
+    con.register("quarantined_keys", keys)
+    try:
+        unit_stats = con.execute(load_sql("aggregate_unit_statistics"), params).pl()
+        assigned = con.execute(load_sql("count_assigned_units"), params).pl()
+        violations = con.execute(load_sql("count_contract_violations"), params).pl()
+        drift = con.execute(load_sql("find_control_drift"), params).pl()
+        both = con.execute(load_sql("count_users_in_both_arms"), params).pl()
+        first = con.execute(load_sql("select_first_assignments"), params).pl()
+    finally:
+        for name in ("analysed_metrics", "segment_bounds", "epoch_bounds", "quarantined_keys"):
+            con.unregister(name)
+    binary = pl.col("metric").replace_strict({m: spec.binary for m, spec in CATALOGUE.items()}, default=False,
+                                             return_dtype=pl.Boolean)
+    snap_stats = snapshots.with_columns(binary.alias("binary")).select(
+        "experiment_id", "metric", "arm", pl.lit(0, dtype=pl.Int64).alias("segment"), "day",
+        pl.col("n").cast(pl.Int64), (pl.col("mean") * pl.col("n")).alias("sum_v"),
+        pl.lit(None, dtype=pl.Float64).alias("m2_v"), pl.col("variance").cast(pl.Float64),
+        pl.when("binary").then((pl.col("mean") * pl.col("n")).round()).alias("successes"),
+        pl.col("n").cast(pl.Float64).alias("observations"),
+        *[pl.lit(None, dtype=pl.Float64).alias(c) for c in ("sum_y", "sum_m", "c_yy", "c_mm", "c_ym")],
+    )
+    arm_stats = pl.concat([unit_stats.select(["experiment_id", "metric", "arm", "segment", "day", *STAT_COLUMNS]),
+                           snap_stats], how="vertical_relaxed")
+    primary = experiments.filter(pl.col("source") == "arm_snapshots").select("experiment_id", pl.col("primary_metric").alias("metric"))
+    snap_units = snapshots.join(primary, on=["experiment_id", "metric"]).select(
+        "experiment_id", "arm", pl.lit(0, dtype=pl.Int64).alias("segment"), "day", pl.col("n").cast(pl.Int64).alias("units"))
+    assigned = pl.concat([assigned.with_columns(pl.col("units").cast(pl.Int64), pl.col("segment").cast(pl.Int64)),
+                          snap_units], how="vertical_relaxed")
+    data_days = pl.concat([
+        arm_stats.select("experiment_id", "day"), assigned.select("experiment_id", "day"),
+        violations.select("experiment_id", "day"),
+        events.select("experiment_id", pl.col("at").dt.date().alias("day")),
+    ])
+    looks = nights(registrations.with_columns(pl.col("registered_at").cast(TS)), events, first, as_of, data_days)
+    day = dt.date.fromisoformat(as_of)
+    looks = looks.with_columns((pl.col("as_of") == day if only_night else pl.lit(True)).alias("output"))
+    return LookInputs(
+        comparisons=comps, looks=looks, arm_stats=arm_stats, assigned=assigned,
+        segments=segments, shares=shares, arms=arms.select("experiment_id", "arm", "arm_order"), experiments=experiments,
+        violations=violations.with_columns(pl.col("epoch").cast(pl.Int64)),
+        drift=drift.with_columns(pl.col("epoch").cast(pl.Int64)),
+        both_arms=both.with_columns(pl.col("users").cast(pl.Int64)),
+    )
+
+
+def take_looks(con: duckdb.DuckDBPyConnection, as_of: str) -> pl.DataFrame:
+    """Every night of every experiment up to ``as_of``, recomputed from the staged data."""
+    return analyse(read_inputs(con, as_of))
 
 
 def take_look(con: duckdb.DuckDBPyConnection, as_of: str) -> pl.DataFrame:
-    """Comparisons of every registered experiment as of ``as_of`` (read from the warehouse)."""
-    params = {"as_of_end": look_end(as_of)}
-    registrations = con.execute(load_sql("select_registrations")).pl()
-    plans = con.execute(
-        "SELECT experiment_id, planned_n_per_arm, n_fixed_per_arm, plan_reason, allocation_ratio FROM experiment_plans"
-    ).pl()
-    sessions_stats = con.execute(load_sql("aggregate_arm_statistics"), params).pl()
-    snapshots = con.execute(load_sql("select_snapshot_statistics"), params).pl()
-    assigned = con.execute(load_sql("count_assigned_units"), params).pl()
-    arm_statistics = pl.concat(
-        [
-            _from_sessions(sessions_stats),
-            _from_snapshots(snapshots),
-        ],
-        how="diagonal_relaxed",
-    )
-    return build_comparisons(registrations, plans, arm_statistics, assigned)
-
-
-def _from_sessions(stats: pl.DataFrame) -> pl.DataFrame:
-    """Per-arm rows from session data: unit-level moments, or ratio moments for users with several sessions."""
-    ratio = (pl.col("randomization_unit") == "user") & (pl.col("n_obs") > pl.col("n_units"))
-    return stats.select(
-        "experiment_id",
-        "arm",
-        "metric",
-        pl.lit("sessions").alias("source"),
-        pl.col("randomization_unit").alias("analysis_unit"),
-        pl.col("n_units").alias("n"),
-        pl.col("mean"),
-        pl.col("variance"),
-        pl.when(pl.col("metric") == "success").then(pl.col("sum_y").round().cast(pl.Int64)).alias("successes"),
-        *[pl.when(ratio).then(pl.col(c)).alias(c) for c in ("sum_y", "sum_y2", "sum_m", "sum_m2", "sum_ym")],
-    )
-
-
-def _from_snapshots(snapshots: pl.DataFrame) -> pl.DataFrame:
-    """Per-arm rows from the last cumulative snapshot (n, mean, variance)."""
-    return snapshots.select(
-        "experiment_id",
-        "arm",
-        "metric",
-        pl.lit("arm_snapshots").alias("source"),
-        pl.lit("snapshot").alias("analysis_unit"),
-        "n",
-        "mean",
-        "variance",
-        pl.when(pl.col("metric") == "success").then((pl.col("mean") * pl.col("n")).round().cast(pl.Int64)).alias("successes"),
-    )
+    """The look of one night only (the rows of ``as_of``)."""
+    return analyse(read_inputs(con, as_of, only_night=True))

@@ -83,6 +83,7 @@ def import_arm_snapshots(
     power: float = 0.8,
     min_samples_per_arm: int = 1000,
     randomization_unit: str = "user",
+    family_per_experiment: bool = True,
 ) -> ArmSnapshotSummary:
     """Import an aggregate export as ``arm_snapshots`` (+ registrations for ``asos``).
 
@@ -103,9 +104,15 @@ def import_arm_snapshots(
     * ``min_samples_per_arm=1000``: a floor for the power analysis; the ASOS arms hold tens
       of thousands of users or more, so it is never binding in practice.
     * ``randomization_unit="user"``: ASOS randomizes customers.
+    * ``family_per_experiment=True``: each experiment registers under its own task type
+      ``<task_type>/<experiment_id>``. The source has no calendar dates, so experiments that
+      ran months apart would otherwise look concurrent and share one family's alpha slots
+      (DESIGN section 6); False puts them all in ``task_type``.
 
-    The registration written per ASOS experiment: arms ``control`` + its variants with equal
-    allocation, ``control_arm="control"``, ``primary_metric="success"`` (metric 1, binary),
+    The registration written per ASOS experiment: arms ``control`` + its variants with the
+    allocation **unknown** (``allocation: null``; the source does not say, and some splits
+    are unequal by design, so the pipeline tests that the split stays constant instead of
+    testing it against a guess), ``control_arm="control"``, ``primary_metric="success"`` (metric 1, binary),
     ``direction="increase"``, ``baseline_mean`` = the control mean of metric 1 at its first
     snapshot with a positive mean (the source lacks a registered baseline; this is the earliest control figure),
     ``baseline_sd`` null (binary metric), ``kind="other"``, ``registered_at`` = start_date
@@ -184,18 +191,17 @@ def import_arm_snapshots(
     rows = []
     for eid, vids, baseline in variants.iter_rows():
         arm_names = ["control"] + [f"variant_{v}" for v in vids]
-        share = 1.0 / len(arm_names)
-        arms = [{"name": "control", "payload": {"source_arm": "control"}, "allocation": share}]
+        arms = [{"name": "control", "payload": {"source_arm": "control"}, "allocation": None}]
         arms += [
             {"name": f"variant_{v}", "payload": {"source_arm": "treatment", "variant_id": v},
-             "allocation": share}
+             "allocation": None}
             for v in vids
         ]
         rows.append(
             {
                 "experiment_id": eid,
                 "org_id": org_id,
-                "task_type": task_type,
+                "task_type": f"{task_type}/{eid}" if family_per_experiment else task_type,
                 "kind": "other",
                 "hypothesis": (
                     f"ASOS experiment {eid}: {', '.join(arm_names[1:])} vs control increase "

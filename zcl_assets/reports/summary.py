@@ -6,15 +6,11 @@ import math
 
 import duckdb
 
+from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS
 from zcl_assets.reports.funnel import funnel_section
 
-COMPARISON_COLUMNS = (
-    "org_id", "task_type", "source", "metric", "is_primary", "analysis_unit", "control_arm", "treatment_arm",
-    "n_control", "n_treatment", "successes_control", "successes_treatment", "mean_control", "mean_treatment",
-    "variance_control", "variance_treatment", "difference", "ci_low", "ci_high", "ci_method", "p_value",
-    "p_method", "interval_test_disagree", "relative_lift", "lift_ci_low", "lift_ci_high", "cs_low", "cs_high",
-    "planned_n_per_arm", "srm_sequential_p",
-)
+# Derived from the table's one schema: the decision, its reason, the CS and the adjusted p lead.
+COMPARISON_COLUMNS = EXPERIMENT_ANALYSIS.report_columns
 
 
 def _clean(value: object) -> object:
@@ -40,15 +36,17 @@ def look_summary(con: duckdb.DuckDBPyConnection, as_of: str | None = None) -> di
     looks = [r[0] for r in con.execute("SELECT DISTINCT CAST(as_of AS VARCHAR) FROM experiment_analysis ORDER BY 1").fetchall()]
     if as_of not in looks:
         raise LookupError(f"no look as of {as_of}; looks taken: {', '.join(looks[-10:]) or 'none'}")
-    cols = ", ".join(COMPARISON_COLUMNS)
+    cols = ", ".join(f'"{c}"' for c in COMPARISON_COLUMNS)
     rows = con.execute(
         f"SELECT experiment_id, {cols} FROM experiment_analysis WHERE as_of = CAST(? AS DATE) "
-        "ORDER BY org_id, experiment_id, NOT is_primary, metric, treatment_arm",
+        "ORDER BY org_id, experiment_id, NOT is_primary, metric, metric_kind, treatment_arm",
         [as_of],
     ).fetchall()
     experiments: dict[str, list[dict]] = {}
+    lead = ("decision", "decision_reason", "cs_low", "cs_high", "cs_p_adjusted")
     for row in rows:
-        experiments.setdefault(row[0], []).append({k: _clean(v) for k, v in zip(COMPARISON_COLUMNS, row[1:])})
+        values = {k: _clean(v) for k, v in zip(COMPARISON_COLUMNS, row[1:])}
+        experiments.setdefault(row[0], []).append({**{k: values[k] for k in lead}, **values})
     quarantine: dict[str, dict[str, int]] = {}
     for table, rule, count in con.execute(
         "SELECT source_table, rule, count(*) FROM quarantine GROUP BY ALL ORDER BY ALL"

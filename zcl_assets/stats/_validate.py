@@ -51,3 +51,26 @@ def out(a, dtype=np.float64):
     arrays of the broadcast shape.
     """
     return np.asarray(a, dtype=dtype)[()]
+
+
+VARIANCE_REL_TOL = 1e-10
+"""A variance at or below ``VARIANCE_REL_TOL * mean**2`` is treated as exactly zero.
+
+Variances computed in floating point from sums (or exported by another system) carry
+rounding noise of the order ``n * eps * mean**2``: a constant arm can come out as 1e-30
+instead of 0, and a test would then report a vanishing standard error and a p-value near 0.
+A coefficient of variation below 1e-5 is not a real spread for any metric this project
+analyses, so the guard is relative to the squared mean, never an absolute epsilon."""
+
+
+def guard_variance(variance, mean) -> np.ndarray:
+    """``variance`` with float noise set to exactly 0 (see :data:`VARIANCE_REL_TOL`).
+
+    NaN stays NaN; a negative variance above ``-tol`` (rounding) becomes 0; a variance
+    below ``-tol`` stays negative so that the caller's domain check rejects it.
+    """
+    v = np.asarray(variance, dtype=np.float64)
+    m = np.asarray(mean, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        tol = VARIANCE_REL_TOL * np.where(np.isfinite(m), m * m, 0.0)
+        return np.where(np.abs(v) <= tol, 0.0, v)

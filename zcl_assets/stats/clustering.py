@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from ._validate import as_float, check_alpha, check_nonnegative, out
+from ._validate import as_float, check_alpha, check_nonnegative, guard_variance, out
 
 __all__ = [
     "RatioResult",
@@ -146,6 +146,8 @@ def delta_method_mean(n_users, sum_y, sum_y2, sum_m, sum_m2, sum_ym) -> RatioRes
     s_mm = (smm - nn * mu_m**2) / (nn - 1)
     s_ym = (sym - nn * mu_y * mu_m) / (nn - 1)
     var = (s_yy / mu_m**2 - 2 * mu_y * s_ym / mu_m**3 + mu_y**2 * s_mm / mu_m**4) / nn
+    # per-user variance var * n is noise when within 1e-10 of mean^2 (guard_variance)
+    var = guard_variance(np.where(ok, var, np.nan), np.where(has_mean, mean, np.nan) / np.sqrt(nn))
     var = np.where(ok, np.maximum(var, 0.0), np.nan)  # rounding can make it -1e-18
     return RatioResult(out(mean), out(var), out(n))
 

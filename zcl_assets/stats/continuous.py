@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from ._validate import as_float, check_alpha, check_nonnegative, out
+from ._validate import as_float, check_alpha, check_nonnegative, guard_variance, out
 
 __all__ = ["WelchResult", "MannWhitneyResult", "welch", "mann_whitney", "apply_direction_and_cap"]
 
@@ -30,7 +30,8 @@ class WelchResult(NamedTuple):
 
     ``ci_low``, ``ci_high``, ``statistic``, ``df`` and ``pvalue`` are NaN when
     the standard error is zero (both arms constant: no evidence either way,
-    where scipy would report a tiny p-value), when an arm has fewer than 2
+    where scipy would report a tiny p-value; a variance within a relative 1e-10
+    of the squared mean counts as zero, see ``_validate.guard_variance``), when an arm has fewer than 2
     units (sample variance undefined), or when an input is NaN/inf.
     """
 
@@ -94,6 +95,7 @@ def welch(n_t, mean_t, var_t, n_c, mean_c, var_c, alpha: float = 0.05) -> WelchR
     for name, a in (("n_t", n_t), ("n_c", n_c), ("var_t", var_t), ("var_c", var_c)):
         check_nonnegative(name, a)
     finite = np.all([np.isfinite(a) for a in arrs], axis=0)
+    var_t, var_c = guard_variance(var_t, mean_t), guard_variance(var_c, mean_c)
     with np.errstate(invalid="ignore"):
         enough = finite & (n_t >= 2) & (n_c >= 2)
     nt, nc = np.where(enough, n_t, 2.0), np.where(enough, n_c, 2.0)
@@ -103,7 +105,10 @@ def welch(n_t, mean_t, var_t, n_c, mean_c, var_c, alpha: float = 0.05) -> WelchR
     ok = enough & (se > 0)
     se = np.where(ok, se, 1.0)
     a, b = np.where(ok, a, 1.0), np.where(ok, b, 1.0)
-    df = (a + b) ** 2 / (a**2 / (nt - 1) + b**2 / (nc - 1))
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # subnormal variances underflow
+        df = (a + b) ** 2 / (a**2 / (nt - 1) + b**2 / (nc - 1))
+    ok = ok & np.isfinite(df)
+    df = np.where(ok, df, 1.0)
     diff = mean_t - mean_c
     tstat = np.where(ok, diff, 0.0) / se
     res = stats.ttest_ind_from_stats(

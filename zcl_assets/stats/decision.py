@@ -15,7 +15,9 @@ First match wins:
 6. Otherwise ``continue``.
 
 An undefined primary CS (NaN, e.g. zero variance) after burn-in gives ``continue`` with
-reason "interval undefined": it never produces a decision.
+reason "interval undefined": it never produces a decision. A comparison whose arm has no
+analysable units is ``continue`` (burn-in) with that reason: it is reported, never dropped.
+An unreachable plan never reaches rule 5, and rule 6 says so.
 """
 
 from __future__ import annotations
@@ -71,12 +73,14 @@ class Decision(NamedTuple):
     Attributes:
         label: Array (dtype object) of label strings (:class:`Label` values), one per
             comparison, broadcast shape of the inputs.
-        reason: Array (dtype object) of short human-readable reasons; the rule that
-            matched and, where useful, the figures behind it.
+        reason: Array (dtype object) of short human-readable reasons: the rule that
+            matched, in words.
+        rule: Array (int) of the rule number (1 to 6) that matched.
     """
 
     label: np.ndarray
     reason: np.ndarray
+    rule: np.ndarray
 
 
 def _arr(x, dtype=float):
@@ -108,6 +112,9 @@ def decide(
     guardrail_direction: ArrayLike = 1,
     guardrail_margin: ArrayLike | None = None,
     guardrail_names: Sequence[str] | None = None,
+    registration_refused: ArrayLike = False,
+    plan_reachable: ArrayLike = True,
+    guardrail_hold: ArrayLike | None = None,
 ) -> Decision:
     """Apply the DESIGN section 6 rule (first match wins) to one look.
 
@@ -145,6 +152,13 @@ def decide(
         guardrail_margin: Non-inferiority margins (positive, metric units), broadcast
             to ``S + (g,)``.
         guardrail_names: Names for the reasons, length g.
+        registration_refused: The registration was refused (no alpha slot free in its
+            family): rule 1.
+        plan_reachable: False when the planned sample is unreachable (``n_plan = inf``);
+            only changes the words of rule 6.
+        guardrail_hold: Alternative to the guardrail intervals when the caller has
+            already read them: per comparison, "" when every guardrail is shown
+            non-inferior, else the reason that holds adopt ("held by guardrail g").
 
     Returns:
         A :class:`Decision` of shape ``S``. NaN intervals never decide: an undefined
@@ -173,6 +187,7 @@ def decide(
         raise ValueError("give all four binary counts or none")
 
     invalid_flags = {
+        "registration refused: no alpha slot was free in its organization and task type": registration_refused,
         "sequential SRM fired": srm_fired,
         "control context digest drifted": baseline_drift,
         "verified outcomes imbalanced between arms": outcome_imbalance,
@@ -198,11 +213,13 @@ def decide(
 
     label = np.full(shape, "", dtype=object)
     reason = np.full(shape, "", dtype=object)
+    rule = np.zeros(shape, dtype=np.int64)
 
-    def assign(cond, lab, why):
+    def assign(cond, lab, why, number):
         cond = np.broadcast_to(np.asarray(cond, dtype=bool), shape)
         free = (label == "") & cond
         label[free] = lab
+        rule[free] = number
         if isinstance(why, np.ndarray):
             reason[free] = np.broadcast_to(why, shape)[free]
         else:
@@ -210,24 +227,26 @@ def decide(
 
     # Rule 1: invalid (sticky).
     for why, flag in invalid_flags.items():
-        assign(_arr(flag, bool), INVALID, why)
+        assign(_arr(flag, bool), INVALID, why, 1)
 
-    # Rule 2: burn-in.
+    # Rule 2: burn-in (an arm without analysable units first: it is reported, never dropped).
+    assign(~((nt > 0) & (nc > 0)), CONTINUE, "burn-in: an arm has no analysable units yet", 2)
     if all(given):
         low = np.zeros(shape, dtype=bool)
         for c in counts:
             c = _arr(c)
             low |= ~(c >= BURN_IN_MIN_COUNT)
         assign(low, CONTINUE,
-               f"burn-in: an arm has fewer than {BURN_IN_MIN_COUNT} successes or failures")
+               f"burn-in: an arm has fewer than {BURN_IN_MIN_COUNT} successes or failures", 2)
     assign(~((nt >= ms) & (nc >= ms)), CONTINUE,
-           "burn-in: an arm has fewer units than the minimum sample")
+           "burn-in: an arm has fewer units than the minimum sample", 2)
     assign(~(days >= BURN_IN_MIN_DAYS), CONTINUE,
-           f"burn-in: fewer than {BURN_IN_MIN_DAYS} days since first assignment")
-    assign(np.isnan(b_lo) | np.isnan(b_hi), CONTINUE, "interval undefined")
+           f"burn-in: fewer than {BURN_IN_MIN_DAYS} days since first assignment", 2)
+    assign(np.isnan(b_lo) | np.isnan(b_hi), CONTINUE,
+           "interval undefined (no variance in either arm, or no plan tuning)", 6)
 
     # Rule 3: reject.
-    assign(b_hi < 0, REJECT, "CS entirely on the harmful side of zero")
+    assign(b_hi < 0, REJECT, "CS entirely on the harmful side of zero", 3)
 
     # Rule 4: adopt, unless a guardrail holds it.
     beneficial = b_lo > 0
@@ -244,17 +263,23 @@ def decide(
             f"g{i}" for i in range(n_g)]
         for i in reversed(range(n_g)):  # first failing guardrail names the reason
             held_reason = np.where(~ok[..., i], f"held by guardrail {names[i]}", held_reason)
+    if guardrail_hold is not None:
+        hold = np.broadcast_to(np.asarray(guardrail_hold, dtype=object), shape)
+        held_reason = np.where(held_reason != "", held_reason, hold)
     held = held_reason != ""
-    assign(beneficial & held, CONTINUE, held_reason)
-    assign(beneficial, ADOPT, "CS entirely on the beneficial side of zero")
+    assign(beneficial & held, CONTINUE, held_reason, 4)
+    assign(beneficial, ADOPT, "CS entirely on the beneficial side of zero", 4)
 
     # Rule 5: at or past the planned sample.
     reached = (nc >= plan) & (nt >= plan * _arr(allocation_ratio))
     inside = (b_lo > -m) & (b_hi < m)
-    assign(reached & inside, NO_EFFECT, "planned sample reached; CS inside (-MDE, +MDE)")
+    assign(reached & inside, NO_EFFECT, "planned sample reached; CS inside (-MDE, +MDE)", 5)
     assign(reached, INCONCLUSIVE, "planned sample reached; CS neither excludes zero nor "
-           "lies inside (-MDE, +MDE)")
+           "lies inside (-MDE, +MDE)", 5)
 
     # Rule 6.
-    assign(np.ones(shape, dtype=bool), CONTINUE, "collecting: planned sample not reached")
-    return Decision(label=label, reason=reason)
+    reachable = np.broadcast_to(_arr(plan_reachable, bool), shape)
+    assign(~reachable, CONTINUE, "collecting: the planned sample is unreachable, so only "
+           "adopt or reject can end the experiment", 6)
+    assign(np.ones(shape, dtype=bool), CONTINUE, "collecting: planned sample not reached", 6)
+    return Decision(label=label, reason=reason, rule=rule)

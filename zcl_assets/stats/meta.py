@@ -84,7 +84,8 @@ def hksj_random_effects(effects, variances, alpha: float = 0.05, method: str = "
     nan = float("nan")
     if k < 2:
         return MetaResult(nan, nan, nan, nan, nan, nan, nan, k)
-    res = combine_effects(y, v, method_re="dl" if method == "dl" else "iterated", use_t=True, alpha=alpha)
+    with np.errstate(invalid="ignore"):  # a negative DL tau^2 makes statsmodels take sqrt of a negative variance
+        res = combine_effects(y, v, method_re="dl" if method == "dl" else "iterated", use_t=True, alpha=alpha)
     if res.tau2 < 0:
         # statsmodels leaves the DerSimonian-Laird moment estimate untruncated; the estimator
         # is max(0, .) (DerSimonian and Laird 1986). When Q < k - 1 the truncated value is 0,

@@ -9,7 +9,7 @@ from statsmodels.stats.multitest import multipletests
 
 from ._validate import as_float, check_alpha, out
 
-__all__ = ["HolmResult", "holm", "alpha_slot", "familywise_error"]
+__all__ = ["HolmResult", "HolmSteps", "holm", "holm_steps", "alpha_slot", "familywise_error"]
 
 
 class HolmResult(NamedTuple):
@@ -17,8 +17,9 @@ class HolmResult(NamedTuple):
 
     Attributes:
         adjusted: Holm-adjusted p-values, same shape as the input. NaN where
-            the input p-value is NaN (a comparison that could not be tested;
-            it is not counted in the family).
+            the input p-value is NaN (a comparison that could not be tested
+            tonight); it still counts in the family, as p = 1 (DESIGN section 6:
+            leaving it out would make the adjustment less conservative).
         reject: Boolean, adjusted <= alpha; False where the input is NaN.
     """
 
@@ -27,12 +28,12 @@ class HolmResult(NamedTuple):
 
 
 def holm(pvalues, alpha: float = 0.05) -> HolmResult:
-    """Holm (1979) step-down adjustment along the last axis, ignoring NaN.
+    """Holm (1979) step-down adjustment along the last axis; NaN counts as p = 1.
 
     Each row (last axis) is one experiment's family of comparisons. NaN
-    entries are left out before calling ``statsmodels.stats.multitest.
-    multipletests(method="holm")`` (which would otherwise count a NaN as a
-    test) and stay NaN in the output.
+    entries (undefined tonight) are replaced by 1 before calling
+    ``statsmodels.stats.multitest.multipletests(method="holm")``, so they
+    count in the family size, and stay NaN in the output.
 
     Args:
         pvalues: Array of p-values in [0, 1] (or NaN), shape ``(m,)`` or
@@ -59,12 +60,97 @@ def holm(pvalues, alpha: float = 0.05) -> HolmResult:
     rej = np.zeros(p2.shape, dtype=bool)
     for i, row in enumerate(p2):
         keep = ~np.isnan(row)
-        if keep.any():
-            r, a, _, _ = multipletests(row[keep], alpha=alpha, method="holm")
-            adj[i, keep] = a
-            rej[i, keep] = r
+        if row.size:
+            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method="holm")
+            adj[i, keep] = a[keep]
+            rej[i, keep] = r[keep]
     shape = p.shape
     return HolmResult(out(adj.reshape(shape)), out(rej.reshape(shape), dtype=bool))
+
+
+class HolmSteps(NamedTuple):
+    """Holm's procedure on many families at once, with the level each p-value is read at.
+
+    Attributes:
+        adjusted: Holm-adjusted p-values (undefined p counted as 1 and reported as 1).
+        level: The level at which the procedure reads each comparison: ``alpha / (m - r + 1)``
+            for the comparison of rank ``r`` (ascending p) while every smaller p was
+            rejected, and the level of the first non-rejected step for it and every later
+            one. A confidence sequence read at ``level`` excludes zero exactly when Holm
+            rejects (``p < level``).
+        reject: ``p < level``.
+        family_size: ``m``, the number of comparisons in the family.
+    """
+
+    adjusted: np.ndarray
+    level: np.ndarray
+    reject: np.ndarray
+    family_size: np.ndarray
+
+
+def holm_steps(pvalues, groups, alpha) -> HolmSteps:
+    """Holm (1979) step-down within every group, vectorised (no loop over groups).
+
+    Args:
+        pvalues: 1-D array of p-values in [0, 1]; NaN counts as 1 (an undefined test still
+            takes its place in the family).
+        groups: 1-D array of group labels (any sortable dtype), one family per label.
+        alpha: Family-wise level per element (1-D array or scalar), constant within a group.
+
+    Returns:
+        :class:`HolmSteps` of 1-D arrays in the input order. Ties in p are broken by input
+        position, so the result is deterministic.
+
+    Raises:
+        ValueError: arrays of different lengths, or a p-value outside [0, 1].
+
+    References:
+        Holm, S. (1979). Scandinavian Journal of Statistics 6:65-70.
+    """
+    p = as_float(pvalues).ravel()
+    g = np.asarray(groups).ravel()
+    a = np.broadcast_to(as_float(alpha), p.shape).astype(float)
+    if g.shape != p.shape:
+        raise ValueError("pvalues and groups must have the same length")
+    if np.any(np.isinf(p)) or np.any((p < 0) | (p > 1)):
+        raise ValueError("p-values must lie in [0, 1] (NaN allowed)")
+    n = p.size
+    if n == 0:
+        empty = np.zeros(0)
+        return HolmSteps(empty, empty, np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64))
+    q = np.where(np.isnan(p), 1.0, p)
+    order = np.lexsort((np.arange(n), q, g))
+    gs, qs, as_ = g[order], q[order], a[order]
+    start = np.ones(n, dtype=bool)
+    start[1:] = gs[1:] != gs[:-1]
+    gid = np.cumsum(start) - 1
+    first = np.flatnonzero(start)
+    size = np.diff(np.append(first, n))
+    m = size[gid]
+    rank = np.arange(n) - first[gid] + 1
+    step = m - rank + 1
+    # adjusted: running max of min(1, step * p) within each group, one pass per rank (the
+    # loop runs over ranks, at most the largest family size, never over groups)
+    adjusted = np.minimum(1.0, step * qs)
+    for r in range(2, int(size.max()) + 1):
+        at = np.flatnonzero(rank == r)
+        adjusted[at] = np.maximum(adjusted[at], adjusted[at - 1])
+    passes = qs < as_ / step
+    # a step is rejected only if every earlier step of its group is: running AND per group
+    fails_so_far = np.cumsum(~passes)
+    before_group = np.where(first > 0, fails_so_far[np.maximum(first - 1, 0)], 0)[gid]
+    before_group = np.where(first[gid] > 0, before_group, 0)
+    rejected = (fails_so_far - before_group) == 0
+    # rank of the first non-rejected step (m + 1 when all are rejected)
+    n_rejected = np.add.reduceat(rejected.astype(np.int64), first)[gid]
+    effective = np.minimum(rank, n_rejected + 1)
+    level = as_ / (m - effective + 1)
+    out_adj = np.empty(n)
+    out_level = np.empty(n)
+    out_rej = np.empty(n, dtype=bool)
+    out_m = np.empty(n, dtype=np.int64)
+    out_adj[order], out_level[order], out_rej[order], out_m[order] = adjusted, level, rejected, m
+    return HolmSteps(out_adj, out_level, out_rej, out_m)
 
 
 def alpha_slot(alpha: float, k_slots: int) -> float:

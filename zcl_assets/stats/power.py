@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 __all__ = [
+    "FALLBACK_TUNING_UNITS",
     "R_DEFAULT",
     "PlannedSample",
     "DaysToSample",
@@ -53,6 +54,12 @@ __all__ = [
 # registered power holds in all four settings (it is conservative for the others).
 # Fewer looks need more (10 looks: 1.79; a single look at N_plan: 1.91).
 R_DEFAULT: float = 1.73
+
+FALLBACK_TUNING_UNITS: float = 5000.0
+"""Units (both arms of a comparison) at which the confidence sequence is tuned when the
+plan is unreachable (MDE impossible for the baseline, no sd, ...). A CS is valid at any
+tuning; the tuning only sets where it is tightest. 5,000 is the default tuning of
+GrowthBook's ``gbstats`` sequential test, a size typical of a small experiment."""
 
 _METRICS = ("binary", "continuous")
 

@@ -30,8 +30,11 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ._validate import guard_variance
+
 __all__ = [
     "ConfidenceSequence",
+    "anytime_pvalue",
     "confidence_sequence",
     "cs_halfwidth",
     "optimal_rho",
@@ -128,6 +131,45 @@ def cs_halfwidth(
     return np.where(ok, hw, np.nan)
 
 
+def anytime_pvalue(
+    diff: ArrayLike, sigma2: ArrayLike, n_total: ArrayLike, rho: ArrayLike
+) -> np.ndarray:
+    """Anytime-valid p-value of the normal-mixture martingale (the CS's own test of zero).
+
+    ``p = min(1, sqrt(N rho^2 + 1) exp(-diff^2 N^2 rho^2 / (2 sigma^2 (N rho^2 + 1))))``:
+    the smallest ``alpha`` at which the CS with the same ``rho`` excludes zero, so that
+    ``p < a`` exactly when the CS at level ``a`` excludes zero, for every ``a``.
+
+    Args:
+        diff: Estimated difference (metric units).
+        sigma2: Per-observation variance of the difference, ``N * SE^2`` (> 0).
+        n_total: Total sample ``N`` at this look (> 0).
+        rho: Mixing parameter fixed at registration (> 0).
+
+    Returns:
+        p in [0, 1]; NaN where any input is out of its domain.
+
+    References:
+        Howard et al. (2021), Sec. 3.5 (normal mixture); Waudby-Smith et al. (2024).
+    """
+    d = np.asarray(diff, dtype=float)
+    s2 = np.asarray(sigma2, dtype=float)
+    n = np.asarray(n_total, dtype=float)
+    r = np.asarray(rho, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        ok = (
+            np.isfinite(d) & np.isfinite(s2) & (s2 > 0) & np.isfinite(n) & (n > 0)
+            & np.isfinite(r) & (r > 0)
+        )
+        r2 = np.where(ok, r, 1.0) ** 2
+        nn = np.where(ok, n, 1.0)
+        ss = np.where(ok, s2, 1.0)
+        dd = np.where(ok, d, 0.0)
+        v = nn * r2 + 1.0
+        log_p = 0.5 * np.log(v) - dd**2 * nn**2 * r2 / (2.0 * ss * v)
+        return np.where(ok, np.exp(np.minimum(log_p, 0.0)), np.nan)
+
+
 def confidence_sequence(
     n_t: ArrayLike,
     mean_t: ArrayLike,
@@ -138,6 +180,7 @@ def confidence_sequence(
     alpha: ArrayLike,
     n_plan: ArrayLike,
     allocation_ratio: ArrayLike = 1.0,
+    tuning_alpha: ArrayLike | None = None,
 ) -> ConfidenceSequence:
     """Two-sided asymptotic confidence sequence for ``mean_t - mean_c`` at one look.
 
@@ -158,11 +201,16 @@ def confidence_sequence(
             ``PlannedSample.n_plan``); the boundary is tightest when the pair reaches
             ``n_plan * (1 + allocation_ratio)`` units.
         allocation_ratio: Planned treatment-to-control ratio of units (1 for 50/50).
+        tuning_alpha: Level at which ``rho`` is tuned (fixed at registration); default
+            ``alpha``. The CS is valid at every ``alpha`` for a fixed ``rho``, so a look may
+            read the same sequence at another level (the Holm step) without re-tuning.
 
     Returns:
         A :class:`ConfidenceSequence`. ``diff`` is NaN when an arm has no units or a
         non-finite mean; the interval and p-value are NaN additionally when the
-        variance of the difference is zero, negative or non-finite, or when
+        variance of the difference is zero (after the relative guard
+        ``_validate.guard_variance``: float noise such as 1e-30 on a constant arm counts
+        as zero), negative or non-finite, or when
         ``alpha``/``n_plan``/``allocation_ratio`` are invalid. No exception is raised
         for data values.
 
@@ -182,7 +230,10 @@ def confidence_sequence(
         np.asarray(x, dtype=float) for x in (n_t, mean_t, var_t, n_c, mean_c, var_c)
     )
     alpha = np.asarray(alpha, dtype=float)
+    tune = alpha if tuning_alpha is None else np.asarray(tuning_alpha, dtype=float)
     ratio = np.asarray(allocation_ratio, dtype=float)
+    var_t = guard_variance(var_t, mean_t)
+    var_c = guard_variance(var_c, mean_c)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         arms_ok = (
             np.isfinite(n_t) & (n_t > 0) & np.isfinite(n_c) & (n_c > 0)
@@ -198,20 +249,12 @@ def confidence_sequence(
         sigma2 = np.where(var_ok, se2 * n_total, np.nan)
         ratio_ok = np.isfinite(ratio) & (ratio > 0)
         n_star = np.where(ratio_ok, np.asarray(n_plan, dtype=float) * (1.0 + ratio), np.nan)
-        rho = optimal_rho(alpha, n_star)
+        rho = optimal_rho(tune, n_star)
         hw = cs_halfwidth(sigma2, n_total, rho, alpha)
         ok = np.isfinite(hw)
         lo = np.where(ok, diff - hw, np.nan)
         hi = np.where(ok, diff + hw, np.nan)
-
-        # Anytime-valid p-value: 1 / (normal-mixture martingale), capped at 1.
-        r2 = np.where(ok, rho, 1.0) ** 2
-        nn = np.where(ok, n_total, 1.0)
-        s2 = np.where(ok, sigma2, 1.0)
-        d = np.where(ok, diff, 0.0)
-        v = nn * r2 + 1.0
-        log_p = 0.5 * np.log(v) - d**2 * nn**2 * r2 / (2.0 * s2 * v)
-        pvalue = np.where(ok, np.exp(np.minimum(log_p, 0.0)), np.nan)
+        pvalue = np.where(ok, anytime_pvalue(diff, sigma2, n_total, rho), np.nan)
 
     shape = np.broadcast_shapes(diff.shape, lo.shape, rho.shape)
     return ConfidenceSequence(

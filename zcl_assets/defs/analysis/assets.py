@@ -1,4 +1,4 @@
-"""Nightly assets: verification records, the experience fact table, frozen plans, the look."""
+"""Nightly assets: verification records, the experience fact table, frozen plans, the look, knowledge."""
 
 import datetime as dt
 
@@ -9,8 +9,17 @@ from contracts.evaluation import load_evaluation_contracts
 from resources import Warehouse
 from resources.warehouse import transaction
 from sql import load_sql
-from zcl_assets.analysis.look import take_look
-from zcl_assets.analysis.plans import plan_registrations
+from zcl_assets.analysis.knowledge import GATE_VERSION, promote
+from zcl_assets.analysis.look import take_looks
+from zcl_assets.analysis.registration import (
+    DEFAULT_ALPHA_SLOTS,
+    RegistrationPolicy,
+    allocation_changes,
+    decode_arms,
+    plan_registrations,
+    refusal_quarantine,
+)
+from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS, EXPERIMENT_PLANS, KNOWLEDGE_RECORDS
 from zcl_assets.reports.markdown import markdown_table
 
 STAGED = [dg.AssetKey(f"staged_{t}") for t in ("experiments", "sessions", "assignments", "outcomes")]
@@ -88,60 +97,137 @@ def experience(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.Ma
     )
 
 
-@dg.asset(deps=[dg.AssetKey("staged_experiments")], group_name="analysis", kinds={"duckdb", "scipy"}, pool="duckdb")
-def experiment_plans(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
-    """Planned sample per arm of every registered experiment, from a power analysis for the deciding
-    confidence sequence on the registered baseline, MDE, alpha and power (inflated by the calibrated R,
-    divided by the expected verified share, never below the minimum). Computed once and frozen."""
+class PlanConfig(dg.Config):
+    """Registration policy: ``alpha_slots`` (K) concurrent experiments per organization and task type."""
+
+    alpha_slots: int = DEFAULT_ALPHA_SLOTS
+
+
+@dg.asset(
+    deps=[dg.AssetKey("staged_experiments"), dg.AssetKey("staged_experiment_events"), dg.AssetKey("staged_sessions")],
+    group_name="analysis",
+    kinds={"duckdb", "scipy"},
+    pool="duckdb",
+)
+def experiment_plans(context: dg.AssetExecutionContext, config: PlanConfig, warehouse: Warehouse) -> dg.MaterializeResult:
+    """Frozen at registration, once per experiment: its alpha slot in its organization and task type (K
+    concurrent, default 4; a registration beyond K is refused and quarantined, stage `registration`), its
+    alpha share (alpha / K, used by the plan, the confidence sequence and the Holm step), and the planned
+    sample in randomization units for the deciding confidence sequence (R x DE x n_fixed / v, never below
+    the minimum), with the days to reach it at the family's traffic. An unreachable plan says why and
+    names the fallback tuning of its confidence sequence. Declared allocation changes that cannot be
+    stratified are quarantined here too."""
+    policy = RegistrationPolicy(alpha_slots=config.alpha_slots)
     with warehouse.connect() as con:
+        EXPERIMENT_PLANS.ensure(con)
         registrations = con.execute(load_sql("select_registrations")).pl()
-        known = set(con.execute("SELECT experiment_id FROM experiment_plans").pl().get_column("experiment_id").to_list())
-        new = registrations.filter(~pl.col("experiment_id").is_in(list(known)))
-        plans = plan_registrations(new)
-        with transaction(con, plans_batch=plans):
+        existing = con.execute(
+            "SELECT p.experiment_id, p.org_id, p.task_type, p.admitted, p.alpha_slot FROM experiment_plans p"
+        ).pl()
+        events = con.execute(load_sql("select_experiment_events")).pl()
+        new = registrations.filter(~pl.col("experiment_id").is_in(existing.get_column("experiment_id").to_list()))
+        with transaction(con, new_registrations=new.select("experiment_id", "org_id", "task_type", "randomization_unit",
+                                                            "registered_at")):
+            traffic = con.execute(load_sql("measure_family_traffic")).pl()
+        plans = plan_registrations(new, existing, events, traffic, policy)
+        lineage = con.execute(load_sql("select_registration_lineage")).pl()
+        refused = refusal_quarantine(plans, lineage, policy)
+        _, bad_changes = allocation_changes(events, decode_arms(registrations), registrations)
+        bad = bad_changes.join(con.execute(load_sql("select_event_lineage")).pl(), on=["experiment_id", "at"], how="left")
+        bad_rows = bad.select(
+            pl.lit("experiment_events").alias("source_table"), "partition_day", "source_file", "source_row",
+            pl.lit("registration").alias("stage"), pl.lit("bad_allocation_change").alias("rule"),
+            pl.format("declared allocation change ignored: {}", "why").alias("reason"), pl.col("allocation").alias("record"),
+        )
+        with transaction(con, plans_batch=plans, refused_batch=refused, bad_changes_batch=bad_rows):
             con.execute(load_sql("insert_new_experiment_plans"))
-        total = con.execute("SELECT count(*) FROM experiment_plans").fetchone()[0]
+            con.execute(load_sql("insert_registration_quarantine"))
+        total = con.execute("SELECT count(*), count(*) FILTER (WHERE NOT admitted) FROM experiment_plans").fetchone()
     return dg.MaterializeResult(
         metadata={
-            "dagster/row_count": int(total),
+            "dagster/row_count": int(total[0]),
             "new_plans": plans.height,
-            "preview": dg.MetadataValue.md(markdown_table(plans.head(20))),
+            "refused_registrations": int(total[1]),
+            "alpha_slots": policy.alpha_slots,
+            "policy_version": policy.version,
+            "ignored_allocation_changes": bad_rows.height,
+            "preview": dg.MetadataValue.md(markdown_table(plans.select(
+                "experiment_id", "admitted", "alpha_slot", "alpha_share", "planned_unit", "planned_n_per_arm",
+                "reachable", "days_to_plan", "plan_reason").head(20))),
         }
     )
 
 
 @dg.asset(
-    deps=[experience, experiment_plans, dg.AssetKey("staged_arm_snapshots")],
+    deps=[experience, experiment_plans, dg.AssetKey("staged_arm_snapshots"), dg.AssetKey("staged_experiment_events")],
     group_name="analysis",
     kinds={"duckdb", "scipy", "statsmodels"},
     pool="duckdb",
 )
 def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, warehouse: Warehouse) -> dg.MaterializeResult:
-    """One look per night: for every experiment, metric and comparison (treatment vs control), units and
-    successes or mean and variance per arm, the difference with a 95% interval, a p-value with the name of
-    its test (Fisher's exact for binary, Welch for continuous, delta method for per-user ratios), relative
-    lift, SRM on units, the confidence sequence and the frozen planned sample. Re-running a night replaces
-    its rows. No decision yet."""
+    """One look per night, with the decision: for every experiment, metric and comparison (treatment vs
+    control), the decision of DESIGN section 6 (first match wins) and its reason in words; the anytime-valid
+    confidence sequence read at the comparison's Holm step, raw and Holm-adjusted anytime-valid p-values;
+    descriptive fixed-horizon figures labelled by method (Miettinen-Nurminen score with Fisher's exact test
+    for small tables, Welch, delta method); SRM (sequential, chi-square beside it), drift, outcome imbalance
+    and contract violations; information fraction, power reached for the MDE, days to the plan, verified
+    share and users in both arms. Every night of every experiment (each day its data changed, and tonight) is
+    recomputed from the staged data in one pass and replaces the stored looks, so corrections converge to a
+    fresh load and missed nights are caught up."""
     as_of = config.day()
     with warehouse.connect() as con:
-        look = take_look(con, as_of)
+        recreated = EXPERIMENT_ANALYSIS.ensure(con)
+        look = take_looks(con, as_of)
+        nights = look.select("as_of").unique()
         with transaction(con, look_batch=look):
-            con.execute(load_sql("delete_look"), {"as_of": as_of})
-            con.execute(load_sql("insert_look"), {"as_of": as_of})
-    primary = look.filter(pl.col("is_primary"))
+            con.execute(load_sql("delete_looks"))
+            con.execute(load_sql("insert_look"))
+    latest = look.filter((pl.col("as_of") == pl.lit(as_of).str.to_date()) & pl.col("is_primary"))
+    counts = latest.group_by("decision").len().sort("decision")
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": look.height,
             "as_of": as_of,
+            "nights_written": nights.height,
+            "table_recreated": recreated,
             "experiments": look.get_column("experiment_id").n_unique(),
+            "decisions": dg.MetadataValue.json({d or "none": int(n) for d, n in counts.iter_rows()}),
             "primary_comparisons": dg.MetadataValue.md(
                 markdown_table(
-                    primary.select(
-                        "experiment_id", "treatment_arm", "n_control", "n_treatment", "difference", "ci_low", "ci_high",
-                        "p_value", "p_method", "planned_n_per_arm",
+                    latest.select(
+                        "experiment_id", "treatment_arm", "decision", "decision_reason", "cs_low", "cs_high",
+                        "cs_p_adjusted", "srm_sequential_p", "information_fraction", "days_to_plan",
                     ).head(60)
                 )
             ),
+        }
+    )
+
+
+@dg.asset(deps=[experiment_analysis], group_name="analysis", kinds={"duckdb"}, pool="duckdb")
+def knowledge_records(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
+    """Append-only knowledge: a deterministic promotion gate (version recorded) turns each primary comparison's
+    `adopt`, `reject` and `no_effect` into a record citing the experiment, the look, the evaluators (id,
+    version, kind) of its verified outcomes and a digest of the evidence; a contradicting later decision or an
+    `invalid` look appends a record that supersedes it. Nothing is ever edited or deleted."""
+    with warehouse.connect() as con:
+        KNOWLEDGE_RECORDS.ensure(con)
+        EXPERIMENT_ANALYSIS.ensure(con)
+        looks = con.execute("SELECT * FROM experiment_analysis WHERE is_primary").pl()
+        records = con.execute("SELECT * FROM knowledge_records").pl()
+        evaluators = con.execute(load_sql("select_experiment_evaluators")).pl()
+        source = looks.select("experiment_id", "source").unique(subset="experiment_id", keep="first")
+        new = promote(looks, records, evaluators, source)
+        with transaction(con, records_batch=new):
+            con.execute(load_sql("insert_knowledge_records"))
+        total = con.execute("SELECT count(*) FROM knowledge_records").fetchone()[0]
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": int(total),
+            "appended": new.height,
+            "gate_version": GATE_VERSION,
+            "appended_records": dg.MetadataValue.md(markdown_table(new.select(
+                "experiment_id", "treatment_arm", "claim", "look_as_of", "supersedes", "statement").head(30))),
         }
     )
 

@@ -4,15 +4,8 @@ import dagster as dg
 
 from resources import Warehouse
 from sql import load_sql
-from zcl_assets.defs.analysis.assets import (
-    experience,
-    experiment_analysis,
-    materialized_look,
-)
-
-# Threshold on the anytime-valid SRM p-value (Lindon and Malek 2022); Kohavi, Tang and Xu
-# (2020) recommend flagging sample ratio mismatch at p < 0.001.
-SRM_THRESHOLD = 0.001
+from zcl_assets.defs.analysis.assets import experience, experiment_analysis, materialized_look
+from zcl_assets.stats.srm import SRM_ALPHA
 
 
 @dg.asset_check(
@@ -41,13 +34,14 @@ SRM_EXAMPLE_COLUMNS = (
 
 @dg.asset_check(
     asset=experiment_analysis,
-    description=f"Sample ratio on units matches the registered allocation (sequential SRM p >= {SRM_THRESHOLD}), "
-    "in the look just taken.",
+    description=f"Sample ratio on units matches the registered allocation, or stays constant when none was declared "
+    f"(sequential SRM p >= {SRM_ALPHA}, docs/statistics.md), in the look just taken. A mismatch makes the "
+    "experiment's decisions invalid.",
 )
 def sample_ratio(context: dg.AssetCheckExecutionContext, warehouse: Warehouse) -> dg.AssetCheckResult:
     as_of = materialized_look(context.instance)
     with warehouse.connect() as con:
-        rows = con.execute(load_sql("find_srm_comparisons"), {"threshold": SRM_THRESHOLD, "as_of": as_of}).fetchall()
+        rows = con.execute(load_sql("find_srm_comparisons"), {"threshold": SRM_ALPHA, "as_of": as_of}).fetchall()
     examples = [
         dg.TableRecord({c.name: v for c, v in zip(SRM_EXAMPLE_COLUMNS, row)}) for row in rows[:20]
     ]

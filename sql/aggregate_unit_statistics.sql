@@ -1,0 +1,101 @@
+-- Cumulative sufficient statistics per experiment, metric, arm and stratum, on every UTC
+-- day on which they changed, as of one look ($as_of_end: end of the look's UTC day).
+-- An observation enters on the later of its assignment day and its recording day; only
+-- verified outcomes enter; time and tokens are capped at the registered metric_caps.
+--
+-- The unit is the randomization unit. For each unit, day by day: Y (sum of its values), M
+-- (its observations) and its mean v = Y / M. The arm's sums of v, v^2, Y, Y^2, M, M^2, Y M
+-- change on that day by the unit's new state minus its previous state, so cumulative sums
+-- over days give the exact sums over units at every look (Deng, Lu, Litz 2018 for Y, M).
+--
+-- Exactness (a rerun is bit-identical): values are rounded once to the metric's resolution
+-- (registered frame analysed_metrics) and unit means to resolution / 1e6, and every sum is
+-- a HUGEINT, so the order of summation cannot change a result. Centered sums n*Q - S^2 are
+-- computed exactly, in doubles only where n*Q would not fit in 128 bits.
+-- Registered frames: analysed_metrics(experiment_id, metric, resolution),
+-- segment_bounds(experiment_id, segment, starts_at).
+WITH registered AS (
+    SELECT experiment_id, randomization_unit,
+           TRY_CAST(json_extract_string(metric_caps, '$.time_minutes') AS DOUBLE) AS cap_time,
+           TRY_CAST(json_extract_string(metric_caps, '$.tokens') AS DOUBLE) AS cap_tokens
+    FROM staged_experiments
+), assigned AS (
+    SELECT x.*, CASE WHEN r.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END AS unit,
+           r.cap_time, r.cap_tokens
+    FROM experience x JOIN registered r USING (experiment_id)
+    WHERE x.assigned_at < $as_of_end
+), unit_first AS (
+    SELECT experiment_id, unit, min(assigned_at) AS first_assigned_at FROM assigned GROUP BY ALL
+), unit_segment AS (
+    SELECT u.experiment_id, u.unit, coalesce(max(b.segment), 0) AS segment
+    FROM unit_first u LEFT JOIN segment_bounds b
+      ON b.experiment_id = u.experiment_id AND b.starts_at <= u.first_assigned_at
+    GROUP BY ALL
+), observed AS (
+    SELECT a.experiment_id, a.arm, a.unit, m.metric,
+           CAST(round(m.value / am.resolution) AS HUGEINT) AS y,
+           CAST(greatest(a.assigned_at, a.recorded_at) AS DATE) AS day,
+           am.resolution
+    FROM assigned a
+    CROSS JOIN LATERAL (VALUES
+        ('success', a.success),
+        ('time_minutes', least(a.time_minutes, coalesce(a.cap_time, a.time_minutes))),
+        ('tokens', least(a.tokens, coalesce(a.cap_tokens, a.tokens))),
+        ('score', a.score)) AS m(metric, value)
+    JOIN analysed_metrics am ON am.experiment_id = a.experiment_id AND am.metric = m.metric
+    WHERE a.verified AND a.recorded_at < $as_of_end AND m.value IS NOT NULL
+), unit_day AS (
+    SELECT experiment_id, arm, unit, metric, day, any_value(resolution) AS resolution,
+           sum(y) AS dy, CAST(count(*) AS HUGEINT) AS dm
+    FROM observed GROUP BY experiment_id, arm, unit, metric, day
+), unit_path AS (
+    SELECT *,
+           sum(dy) OVER w AS y_now, sum(dm) OVER w AS m_now
+    FROM unit_day
+    WINDOW w AS (PARTITION BY experiment_id, arm, unit, metric ORDER BY day ROWS UNBOUNDED PRECEDING)
+), unit_state AS (
+    SELECT *, CAST(round(y_now * 1000000 / m_now) AS HUGEINT) AS v_now  -- exact HUGEINT, rounded mean
+    FROM unit_path
+), unit_change AS (
+    SELECT s.experiment_id, s.arm, s.metric, g.segment, s.day, s.resolution,
+           CASE WHEN lag(s.m_now) OVER w IS NULL THEN 1 ELSE 0 END AS dn,
+           s.v_now - coalesce(lag(s.v_now) OVER w, 0) AS dv,
+           s.v_now * s.v_now - coalesce(lag(s.v_now * s.v_now) OVER w, 0) AS dv2,
+           s.dy, s.y_now * s.y_now - coalesce(lag(s.y_now * s.y_now) OVER w, 0) AS dy2,
+           s.dm, s.m_now * s.m_now - coalesce(lag(s.m_now * s.m_now) OVER w, 0) AS dm2,
+           s.y_now * s.m_now - coalesce(lag(s.y_now * s.m_now) OVER w, 0) AS dym
+    FROM unit_state s JOIN unit_segment g USING (experiment_id, unit)
+    WINDOW w AS (PARTITION BY s.experiment_id, s.arm, s.unit, s.metric ORDER BY s.day)
+), arm_day AS (
+    SELECT experiment_id, arm, metric, segment, day, any_value(resolution) AS resolution,
+           sum(dn) AS dn, sum(dv) AS dv, sum(dv2) AS dv2, sum(dy) AS dy, sum(dy2) AS dy2,
+           sum(dm) AS dm, sum(dm2) AS dm2, sum(dym) AS dym
+    FROM unit_change GROUP BY experiment_id, arm, metric, segment, day
+), arm_path AS (
+    SELECT experiment_id, arm, metric, segment, day, resolution,
+           sum(dn) OVER w AS n, sum(dv) OVER w AS sv, sum(dv2) OVER w AS sv2,
+           sum(dy) OVER w AS sy, sum(dy2) OVER w AS sy2, sum(dm) OVER w AS sm,
+           sum(dm2) OVER w AS sm2, sum(dym) OVER w AS sym
+    FROM arm_day
+    WINDOW w AS (PARTITION BY experiment_id, arm, metric, segment ORDER BY day ROWS UNBOUNDED PRECEDING)
+)
+SELECT experiment_id, arm, metric, segment, day,
+       CAST(n AS BIGINT) AS n,
+       CAST(sv AS DOUBLE) * resolution / 1000000 AS sum_v,
+       CASE WHEN CAST(n AS DOUBLE) * CAST(sv2 AS DOUBLE) < 1e38 THEN CAST(n * sv2 - sv * sv AS DOUBLE)
+            ELSE CAST(n AS DOUBLE) * CAST(sv2 AS DOUBLE) - CAST(sv AS DOUBLE) * CAST(sv AS DOUBLE) END
+           / CAST(n AS DOUBLE) * (resolution / 1000000) * (resolution / 1000000) AS m2_v,
+       CAST(NULL AS DOUBLE) AS variance,
+       CAST(sy AS DOUBLE) * resolution AS successes,
+       CAST(sm AS DOUBLE) AS observations,
+       CAST(sy AS DOUBLE) * resolution AS sum_y,
+       CAST(sm AS DOUBLE) AS sum_m,
+       CASE WHEN CAST(n AS DOUBLE) * CAST(sy2 AS DOUBLE) < 1e38 THEN CAST(n * sy2 - sy * sy AS DOUBLE)
+            ELSE CAST(n AS DOUBLE) * CAST(sy2 AS DOUBLE) - CAST(sy AS DOUBLE) * CAST(sy AS DOUBLE) END
+           / CAST(n AS DOUBLE) * resolution * resolution AS c_yy,
+       CAST(n * sm2 - sm * sm AS DOUBLE) / CAST(n AS DOUBLE) AS c_mm,
+       CASE WHEN abs(CAST(n AS DOUBLE) * CAST(sym AS DOUBLE)) < 1e38 THEN CAST(n * sym - sy * sm AS DOUBLE)
+            ELSE CAST(n AS DOUBLE) * CAST(sym AS DOUBLE) - CAST(sy AS DOUBLE) * CAST(sm AS DOUBLE) END
+           / CAST(n AS DOUBLE) * resolution AS c_ym
+FROM arm_path
+ORDER BY experiment_id, metric, arm, segment, day

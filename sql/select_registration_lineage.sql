@@ -1,0 +1,1 @@
+SELECT experiment_id, partition_day, source_file, source_row FROM staged_experiments

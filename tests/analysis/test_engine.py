@@ -1,0 +1,386 @@
+"""The look from per-arm figures: every item of the decision, checked against independent references.
+
+References are computed in the tests from the published formulas (Waudby-Smith et al. 2024 /
+Howard et al. 2021 for the confidence sequence, Miettinen and Nurminen 1985 by numerical
+maximisation rather than the code's closed form), scipy and statsmodels.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import optimize, stats
+from statsmodels.stats.multitest import multipletests
+
+from tests.analysis.looks import DAY0, T0, binary, build, continuous, look, registration, row
+from zcl_assets.analysis.engine import analyse
+from zcl_assets.stats.srm import SRM_ALPHA
+
+Z80 = stats.norm.ppf(0.8)
+NIGHT = DAY0 + dt.timedelta(days=20)
+
+
+def cs_reference(diff, v_t, n_t, v_c, n_c, alpha, n_star):
+    """Normal-mixture CS half-width and anytime p (Howard et al. 2021 Sec 3.5; Waudby-Smith et al. 2024)."""
+    n = n_t + n_c
+    sigma2 = n * (v_t / n_t + v_c / n_c)
+    tuning = -2 * math.log(alpha) + math.log(1 - 2 * math.log(alpha))
+    return sigma2, n, tuning / n_star
+
+
+def halfwidth(sigma2, n, rho2, level):
+    return math.sqrt(sigma2 * 2 * (n * rho2 + 1) / (n * n * rho2) * math.log(math.sqrt(n * rho2 + 1) / level))
+
+
+def anytime_p(diff, sigma2, n, rho2):
+    return min(1.0, math.sqrt(n * rho2 + 1) * math.exp(-diff**2 * n * n * rho2 / (2 * sigma2 * (n * rho2 + 1))))
+
+
+def mn_interval(x1, n1, x2, n2, alpha=0.05):
+    """Miettinen-Nurminen (1985) interval by brute force: restricted MLE by numerical likelihood maximisation."""
+    p1, p2 = x1 / n1, x2 / n2
+
+    def z(delta):
+        lo, hi = max(0.0, delta) + 1e-12, min(1.0, 1 + delta) - 1e-12
+
+        def nll(q1):
+            q2 = q1 - delta
+            return -(x1 * math.log(q1) + (n1 - x1) * math.log(1 - q1) + x2 * math.log(q2) + (n2 - x2) * math.log(1 - q2))
+
+        q1 = optimize.minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-13}).x
+        q2 = q1 - delta
+        var = (q1 * (1 - q1) / n1 + q2 * (1 - q2) / n2) * (n1 + n2) / (n1 + n2 - 1)
+        return (p1 - p2 - delta) / math.sqrt(var)
+
+    zc = stats.norm.isf(alpha / 2)
+    d = p1 - p2
+    return (optimize.brentq(lambda t: z(t) - zc, -0.999, d, xtol=1e-12),
+            optimize.brentq(lambda t: z(t) + zc, d, 0.999, xtol=1e-12))
+
+
+def test_binary_comparison_unequal_allocation_control_not_named_control():
+    # 60/40 allocation, control arm named "baseline"; one night of figures.
+    reg = registration("e1", ["treatment", "baseline"], [0.4, 0.6], control="baseline")
+    stats_ = [binary("e1", "baseline", NIGHT, 1200, 600), binary("e1", "treatment", NIGHT, 800, 448)]
+    r = row(look([reg], stats_, NIGHT), NIGHT)
+    assert (r["control_arm"], r["treatment_arm"], r["metric_kind"]) == ("baseline", "treatment", "binary_proportion")
+    # Plan (hand calculation): alpha share 0.05 / 4 = 0.0125, ratio r = 0.4 / 0.6,
+    # n_fixed = (z_{1-0.0125/2} + z_{0.8})^2 (0.5*0.5 + 0.55*0.45 / r) / 0.05^2, N_plan = ceil(1.73 n_fixed).
+    ratio = 0.4 / 0.6
+    n_fixed = (stats.norm.isf(0.0125 / 2) + Z80) ** 2 * (0.25 + 0.55 * 0.45 / ratio) / 0.05**2
+    plan = math.ceil(1.73 * n_fixed)
+    assert r["alpha_share"] == pytest.approx(0.0125) and r["planned_n_per_arm"] == plan
+    assert r["planned_n_treatment"] == math.ceil(plan * ratio)
+    # The CS at its Holm step (a family of one: the alpha share), tuned at the planned total.
+    p_t, p_c = 448 / 800, 0.5
+    sigma2, n, rho2 = cs_reference(p_t - p_c, p_t * (1 - p_t), 800, p_c * (1 - p_c), 1200, 0.0125, plan * (1 + ratio))
+    hw = halfwidth(sigma2, n, rho2, 0.0125)
+    assert r["difference"] == pytest.approx(0.06, abs=1e-12)
+    assert (r["cs_low"], r["cs_high"]) == (pytest.approx(0.06 - hw, rel=1e-9), pytest.approx(0.06 + hw, rel=1e-9))
+    assert r["cs_p_value"] == pytest.approx(anytime_p(0.06, sigma2, n, rho2), rel=1e-9)
+    assert r["cs_p_adjusted"] == pytest.approx(r["cs_p_value"], rel=1e-12) and r["cs_level"] == pytest.approx(0.0125)
+    # Descriptive pair: Miettinen-Nurminen score test (statsmodels agrees at margin 0) and interval.
+    from statsmodels.stats.proportion import test_proportions_2indep as score_test
+
+    assert r["p_value"] == pytest.approx(score_test(448, 800, 600, 1200, method="score").pvalue, rel=1e-9)
+    lo, hi = mn_interval(448, 800, 600, 1200)
+    assert (r["ci_low"], r["ci_high"]) == (pytest.approx(lo, abs=1e-7), pytest.approx(hi, abs=1e-7))
+    assert r["p_method"] == "miettinen_nurminen_score" and r["fisher_p_value"] is None  # a large table
+    # The decision: p = 0.0148 > 0.0125 at 2,000 of 3,600 planned units: still collecting.
+    assert r["decision"] == "continue" and r["decision_rule"] == 6
+    assert "collecting" in r["decision_reason"] and "includes zero" in r["decision_reason"]
+
+
+def test_small_table_reports_fisher_beside_the_score_test_and_flags_disagreement():
+    # 12 units per arm: an expected cell below 5, so Fisher's exact test is reported too.
+    reg = registration("e1", ["control", "treatment"], min_samples_per_arm=5)
+    r = row(look([reg], [binary("e1", "control", NIGHT, 12, 2), binary("e1", "treatment", NIGHT, 12, 7)], NIGHT), NIGHT)
+    table = [[7, 5], [2, 10]]
+    assert r["fisher_p_value"] == pytest.approx(stats.fisher_exact(table).pvalue, rel=1e-9)
+    from scipy.stats.contingency import odds_ratio
+
+    ref = odds_ratio(table, kind="conditional")
+    assert r["fisher_odds_ratio"] == pytest.approx(ref.statistic, rel=1e-6)
+    ci = ref.confidence_interval(0.95)
+    assert (r["fisher_or_ci_low"], r["fisher_or_ci_high"]) == (pytest.approx(ci.low, rel=1e-6), pytest.approx(ci.high, rel=1e-6))
+    # the score interval excludes zero while Fisher's p (0.089) does not reject: flagged, not hidden
+    assert r["ci_low"] > 0 and r["fisher_p_value"] > 0.05 and r["interval_test_disagree"]
+
+
+def test_three_arms_holm_over_anytime_p_values_and_the_cs_read_at_each_step():
+    # 50/25/25 with the control named "baseline"; both treatments beneficial, one strongly.
+    reg = registration("e3", ["baseline", "a", "b"], [0.5, 0.25, 0.25], control="baseline")
+    figures = [binary("e3", "baseline", NIGHT, 4000, 1600), binary("e3", "a", NIGHT, 2000, 960),
+               binary("e3", "b", NIGHT, 2000, 870)]
+    out = look([reg], figures, NIGHT)
+    a, b = row(out, NIGHT, treatment_arm="a"), row(out, NIGHT, treatment_arm="b")
+    raw = [a["cs_p_value"], b["cs_p_value"]]
+    _, adjusted, _, _ = multipletests(raw, method="holm")
+    assert [a["cs_p_adjusted"], b["cs_p_adjusted"]] == [pytest.approx(x, rel=1e-12) for x in adjusted]
+    assert a["family_size"] == b["family_size"] == 2
+    # The plan and the CS tuning use alpha_share / 2; Holm reads the smaller p at 0.0125 / 2 and,
+    # once it rejects, the other at 0.0125 (Holm 1979).
+    assert a["cs_p_value"] < b["cs_p_value"]
+    assert a["cs_level"] == pytest.approx(0.0125 / 2)
+    assert b["cs_level"] == pytest.approx(0.0125 if a["cs_p_value"] < 0.0125 / 2 else 0.0125 / 2)
+    for r in (a, b):  # a CS read at its step excludes zero exactly when Holm rejects
+        assert (r["cs_low"] > 0) == (r["cs_p_adjusted"] < 0.0125)
+        assert (r["decision"] == "adopt") == (r["cs_p_adjusted"] < 0.0125)
+
+
+def test_an_undefined_p_counts_as_one_in_the_holm_family():
+    # Arm "b" has units but its variance is missing: its p is undefined tonight, and it still
+    # takes its place in the family.
+    reg = registration("e4", ["control", "a", "b"], metric="score", baseline_sd=0.2)
+    out = look([reg], [continuous("e4", "control", NIGHT, 3000, 0.60, 0.04), continuous("e4", "a", NIGHT, 3000, 0.63, 0.04),
+                       continuous("e4", "b", NIGHT, 3000, 0.61, None, exported=True)], NIGHT)
+    a, b = row(out, NIGHT, treatment_arm="a"), row(out, NIGHT, treatment_arm="b")
+    assert b["cs_p_value"] is None and b["decision"] == "continue" and b["decision_reason"].startswith("interval undefined")
+    # Holm with p_b counted as 1: adjusted p_a = min(1, 2 p_a) (R: p.adjust(c(p, 1), "holm")).
+    assert a["family_size"] == 2
+    assert a["cs_p_adjusted"] == pytest.approx(min(1.0, 2 * a["cs_p_value"]), rel=1e-12)
+    assert a["cs_level"] == pytest.approx(0.0125 / 2)
+
+
+def test_a_comparison_without_analysable_units_is_reported_not_dropped():
+    reg = registration("e8", ["control", "a", "b"])
+    night = DAY0 + dt.timedelta(days=1)
+    out = look([reg], [binary("e8", "control", night, 3, 1), binary("e8", "a", night, 2, 1)], night)
+    b = row(out, night, treatment_arm="b")
+    assert b["n_treatment"] == 0 and b["decision"] == "continue" and b["decision_rule"] == 2
+    assert "no analysable units" in b["decision_reason"] and b["cs_p_value"] is None
+
+
+def test_degenerate_variance_gives_no_p_value_and_no_interval():
+    # Two constant arms whose exported variance is float noise: no CS, no p, no decision.
+    reg = registration("e5", ["control", "treatment"], metric="score", baseline_sd=0.2)
+    figures = [continuous("e5", "control", NIGHT, 500, 0.7, 1e-30, exported=True),
+               continuous("e5", "treatment", NIGHT, 500, 0.8, 3e-31, exported=True)]
+    r = row(look([reg], figures, NIGHT), NIGHT)
+    assert r["difference"] == pytest.approx(0.1)
+    assert r["cs_low"] is None and r["cs_p_value"] is None and r["p_value"] is None and r["ci_low"] is None
+    assert r["decision"] == "continue" and r["decision_reason"].startswith("interval undefined")
+
+
+def test_read_only_arrays_from_polars_do_not_crash_the_look():
+    reg = registration("e6", ["control", "treatment"], metric="score", baseline_sd=0.2)
+    inputs = build([reg], [continuous("e6", "control", NIGHT, 300, 0.6, 0.04),
+                           continuous("e6", "treatment", NIGHT, 300, 0.65, 0.04)], NIGHT)
+    # polars hands out read-only views of numeric columns without nulls
+    assert not inputs.arm_stats.get_column("n").to_numpy().flags.writeable
+    frame = analyse(inputs)
+    r = row(frame, NIGHT)
+    welch = stats.ttest_ind_from_stats(0.65, 0.2, 300, 0.6, 0.2, 300, equal_var=False)
+    assert r["p_value"] == pytest.approx(welch.pvalue, rel=1e-9) and r["p_method"] == "welch_t"
+
+
+def test_binary_cs_is_clipped_to_minus_one_one():
+    reg = registration("e7", ["control", "treatment"], min_samples_per_arm=10, mde=0.3, baseline_mean=0.3)
+    r = row(look([reg], [binary("e7", "control", NIGHT, 20, 2), binary("e7", "treatment", NIGHT, 20, 19)], NIGHT), NIGHT)
+    assert -1.0 <= r["cs_low"] and r["cs_high"] == 1.0  # unclipped it would exceed 1
+
+
+def _balanced_nights(eid, split, days, per_day, arms=("control", "treatment"), segment=0, start=DAY0, rate=0.5):
+    """Cumulative binary figures night by night for a fixed split of units."""
+    out, cum = [], np.zeros(len(arms))
+    for k in range(days):
+        cum = cum + np.round(np.asarray(split) * per_day)
+        day = start + dt.timedelta(days=k)
+        out += [binary(eid, a, day, int(c), int(round(c * rate)), segment=segment) for a, c in zip(arms, cum)]
+    return out
+
+
+@pytest.mark.parametrize("arms,shares,counts", [
+    (["control", "treatment"], [0.5, 0.5], [4800, 5200]),
+    (["control", "b", "c"], [0.5, 0.25, 0.25], [2000, 1000, 1150]),
+])
+def test_the_issue_s_splits_are_invalid(arms, shares, counts):
+    # DESIGN section 6: the sequential SRM (prior tuned at the planned sample) must fire on a
+    # 5,200 / 4,800 split of a 50/50 design and on 2,000 / 1,000 / 1,150 of a 50/25/25 design,
+    # observed at about the planned total. Chi-square goodness of fit is reported beside it.
+    total = sum(counts)
+    # MDE chosen so that the plan's total is the observed total (binary 0.5, alpha share 0.0125)
+    mde = 0.05 if len(arms) == 2 else 0.09
+    reg = registration("srm", arms, shares, mde=mde, min_samples_per_arm=10)
+    figures = [binary("srm", a, NIGHT, c, c // 2) for a, c in zip(arms, counts)]
+    r = row(look([reg], figures, NIGHT), NIGHT, treatment_arm=arms[1])
+    planned_total = r["planned_n_per_arm"] * sum(s / shares[0] for s in shares)
+    assert 0.6 * total < planned_total < 1.6 * total
+    assert r["srm_fired"] and r["srm_sequential_p"] < SRM_ALPHA
+    assert r["decision"] == "invalid" and "sequential SRM fired" in r["decision_reason"]
+    assert r["srm_chisquare_p"] == pytest.approx(stats.chisquare(counts, np.asarray(shares) * total).pvalue, rel=1e-9)
+
+
+def test_a_split_unequal_by_design_with_unknown_allocation_is_not_an_srm():
+    # An aggregate export: 30/70 for 20 nights, allocation never declared: constancy holds.
+    reg = registration("u1", ["control", "treatment"], "unknown", min_samples_per_arm=10)
+    out = look([reg], _balanced_nights("u1", [0.3, 0.7], 20, 5000), DAY0 + dt.timedelta(days=19))
+    r = row(out, treatment_arm="treatment")
+    assert r["allocation"] == "unknown" and r["srm_test"] == "constancy (allocation unknown)"
+    assert not r["srm_fired"] and r["decision"] != "invalid"
+
+
+def test_an_undeclared_split_that_changes_fires_the_constancy_test():
+    reg = registration("u2", ["control", "treatment"], "unknown", min_samples_per_arm=10)
+    first = _balanced_nights("u2", [0.5, 0.5], 10, 4000)
+    later = []
+    base = {(s["arm"]): s["n"] for s in first[-2:]}
+    for k in range(10):
+        day = DAY0 + dt.timedelta(days=10 + k)
+        for arm, share in (("control", 0.45), ("treatment", 0.55)):
+            n = base[arm] + int(share * 4000) * (k + 1)
+            later.append(binary("u2", arm, day, n, n // 2))
+    out = look([reg], first + later, DAY0 + dt.timedelta(days=19))
+    r = row(out, treatment_arm="treatment")
+    assert r["srm_fired"] and r["decision"] == "invalid"
+    assert row(out, DAY0 + dt.timedelta(days=9), treatment_arm="treatment")["decision"] != "invalid"
+
+
+def test_invalid_is_sticky_until_a_reopened_event():
+    # Nights 0-9: 45/55 on a 50/50 design (an SRM). A reopen on night 12 starts a new epoch whose
+    # units (assigned from then on, in a new stratum) are balanced.
+    reg = registration("s1", ["control", "treatment"], min_samples_per_arm=10)
+    figures = _balanced_nights("s1", [0.45, 0.55], 20, 600)
+    reopen_day = DAY0 + dt.timedelta(days=12)
+    fresh = _balanced_nights("s1", [0.5, 0.5], 8, 600, segment=1, start=reopen_day)
+    events = [{"experiment_id": "s1", "status": "reopened", "at": T0 + dt.timedelta(days=12), "reason": "fixed the router",
+               "allocation": None}]
+    assigned = [{"experiment_id": f["experiment_id"], "arm": f["arm"], "segment": f["segment"], "day": f["day"],
+                 "units": f["n"]} for f in figures if f["day"] < reopen_day] + \
+        [{"experiment_id": f["experiment_id"], "arm": f["arm"], "segment": 1, "day": f["day"], "units": f["n"]}
+         for f in fresh]
+    out = look([reg], [f for f in figures if f["day"] < reopen_day] + fresh, DAY0 + dt.timedelta(days=19),
+               assigned=assigned, events=events)
+    by_night = out.filter(pl.col("is_primary")).sort("as_of")
+    fired = by_night.filter(pl.col("decision") == "invalid").get_column("as_of").to_list()
+    assert fired and min(fired) < reopen_day
+    first_fire = min(fired)
+    # sticky: every night from the first fire to the reopen is invalid, whatever the data says
+    assert all(d in fired for d in by_night.get_column("as_of").to_list() if first_fire <= d < reopen_day)
+    # after the reopen the status is "reopened" and the balanced new epoch is valid again
+    after = by_night.filter(pl.col("as_of") >= reopen_day)
+    assert after.get_column("status").unique().to_list() == ["reopened"]
+    assert (after.get_column("decision") != "invalid").all()
+
+
+def test_a_declared_allocation_change_is_stratified_and_an_undeclared_one_is_an_srm():
+    # 90/10 for 10 nights, then 50/50, declared. The baseline rises from 0.30 to 0.60 between the
+    # periods and the treatment does nothing. Pooled, treatment units come mostly from the later,
+    # better period: the naive difference is +0.12 with p near 0 (wrong sign of nothing).
+    reg = registration("shift", ["control", "treatment"], [0.9, 0.1], min_samples_per_arm=10)
+    change = T0 + dt.timedelta(days=10)
+    events = [{"experiment_id": "shift", "status": "active", "at": change, "reason": "allocation changed",
+               "allocation": '{"control": 0.5, "treatment": 0.5}'}]
+    night = DAY0 + dt.timedelta(days=19)
+    p1 = [binary("shift", "control", night, 9000, 2700), binary("shift", "treatment", night, 1000, 300)]
+    p2 = [binary("shift", "control", night, 5000, 3000, segment=1), binary("shift", "treatment", night, 5000, 3000,
+                                                                            segment=1)]
+    assigned = [{"experiment_id": "shift", "arm": f["arm"], "segment": f["segment"], "day": night, "units": f["n"]}
+                for f in p1 + p2]
+    r = row(look([reg], p1 + p2, night, assigned=assigned, events=events, output="last"))
+    assert r["periods"] == 2 and r["allocation"] == "declared, changed"
+    assert r["difference"] == pytest.approx(0.0, abs=1e-12)  # stratified: 0 in each period
+    assert not r["srm_fired"]  # each period matches its declared shares
+    from zcl_assets.stats.binary import miettinen_nurminen
+
+    naive = miettinen_nurminen(3300, 6000, 5700, 14000)
+    assert naive.diff == pytest.approx(0.55 - 0.407142857, abs=1e-6) and naive.pvalue < 1e-40
+    # Undeclared: the same units against the registered 90/10 are a mismatch.
+    r2 = row(look([reg], [binary("shift", "control", night, 14000, 5700), binary("shift", "treatment", night, 6000, 3300)],
+                  night, output="last"))
+    assert r2["srm_fired"] and r2["decision"] == "invalid"
+
+
+def test_guardrail_harm_holds_adopt_and_names_the_guardrail():
+    guard = '[{"metric": "tokens", "direction": "decrease", "margin": 500.0}]'
+    reg = registration("g1", ["control", "treatment"], guardrails=guard)
+    harmed = [binary("g1", "control", NIGHT, 5000, 2500), binary("g1", "treatment", NIGHT, 5000, 2800),
+              continuous("g1", "control", NIGHT, 5000, 15000.0, 6000.0**2, metric="tokens"),
+              continuous("g1", "treatment", NIGHT, 5000, 16500.0, 6000.0**2, metric="tokens")]
+    out = look([reg], harmed, NIGHT)
+    r = row(out, NIGHT, role="primary")
+    assert r["cs_low"] > 0 and r["decision"] == "continue" and r["decision_rule"] == 4
+    assert "held by guardrail tokens" in r["decision_reason"]
+    g = row(out, NIGHT, role="guardrail")
+    # tokens is a decrease metric: the beneficial-direction lower end is -cs_high, below -500
+    assert -g["cs_high"] < -500 and "tokens: not shown non-inferior" in r["guardrail_status"]
+    fine = harmed[:2] + [continuous("g1", "control", NIGHT, 5000, 15000.0, 600.0**2, metric="tokens"),
+                         continuous("g1", "treatment", NIGHT, 5000, 15010.0, 600.0**2, metric="tokens")]
+    r2 = row(look([reg], fine, NIGHT), NIGHT, role="primary")
+    assert r2["decision"] == "adopt" and "tokens: non-inferior" in r2["guardrail_status"]
+
+
+def test_an_unreachable_plan_gets_a_valid_cs_at_the_fallback_tuning_and_says_why():
+    # baseline 0.97 + MDE 0.05 leaves (0, 1): no plan. The CS is tuned at 5,000 units and only
+    # adopt or reject can end the experiment, however large it grows.
+    reg = registration("u", ["control", "treatment"], baseline_mean=0.97, mde=0.05)
+    figures = [binary("u", "control", NIGHT, 40000, 38800), binary("u", "treatment", NIGHT, 40000, 38810)]
+    r = row(look([reg], figures, NIGHT), NIGHT)
+    assert r["plan_reachable"] is False and r["planned_n_per_arm"] == math.inf
+    assert "baseline plus MDE not in (0, 1)" in r["plan_reason"] and "5,000 units" in r["plan_reason"]
+    p_t, p_c = 38810 / 40000, 0.97
+    sigma2, n, rho2 = cs_reference(p_t - p_c, p_t * (1 - p_t), 40000, p_c * (1 - p_c), 40000, 0.0125, 5000.0)
+    assert r["cs_high"] - r["difference"] == pytest.approx(halfwidth(sigma2, n, rho2, 0.0125), rel=1e-9)
+    assert r["decision"] == "continue" and "only adopt or reject can end it" in r["decision_reason"]
+
+
+def test_progress_figures_and_a_verified_share_below_one():
+    # 2,000 units assigned per arm over 10 days, 1,700 of them with a verified outcome.
+    reg = registration("p1", ["control", "treatment"], expected_verified_share=0.85, baseline_sd=None)
+    night = DAY0 + dt.timedelta(days=9)
+    figures = [binary("p1", "control", night, 1700, 850), binary("p1", "treatment", night, 1700, 900)]
+    assigned = [{"experiment_id": "p1", "arm": a, "segment": 0, "day": night, "units": 2000} for a in ("control", "treatment")]
+    r = row(look([reg], figures, night, assigned=assigned), night)
+    assert r["verified_share"] == pytest.approx(0.85)
+    plan = r["planned_n_per_arm"]
+    # plan = ceil(1.73 n_fixed / 0.85) (registered verified share)
+    n_fixed = (stats.norm.isf(0.0125 / 2) + Z80) ** 2 * (0.25 + 0.55 * 0.45) / 0.05**2
+    assert plan == math.ceil(1.73 * n_fixed / 0.85)
+    assert r["information_fraction"] == pytest.approx(2000 / plan)
+    # 10 days since the first assignment at 00:00 of the first day: 200 units a day an arm
+    assert r["days_since_first_assignment"] == pytest.approx(10.0)
+    assert r["days_to_plan"] == math.ceil((plan - 2000) / 200)
+    from zcl_assets.stats.power import power_at
+
+    assert r["power_at_mde"] == pytest.approx(float(power_at(1700, 0.05, 0.5, 0.0125)), rel=1e-12)
+
+
+def test_burn_in_binary_counts_and_days():
+    reg = registration("b1", ["control", "treatment"], min_samples_per_arm=10)
+    early = row(look([reg], [binary("b1", "control", DAY0 + dt.timedelta(days=3), 500, 250),
+                             binary("b1", "treatment", DAY0 + dt.timedelta(days=3), 500, 400)],
+                     DAY0 + dt.timedelta(days=3)))
+    assert early["decision"] == "continue" and "7 days" in early["decision_reason"]
+    few = row(look([reg], [binary("b1", "control", NIGHT, 500, 5), binary("b1", "treatment", NIGHT, 500, 60)], NIGHT), NIGHT)
+    assert few["decision"] == "continue" and "10 successes or failures" in few["decision_reason"]
+
+
+def test_contract_violations_and_drift_make_the_look_invalid():
+    reg = registration("v1", ["control", "treatment"], min_samples_per_arm=10)
+    figures = [binary("v1", "control", NIGHT, 3000, 1500), binary("v1", "treatment", NIGHT, 3000, 1560)]
+    violations = [{"experiment_id": "v1", "epoch": 0, "day": DAY0 + dt.timedelta(days=k), "bad": 40, "total": 400}
+                  for k in range(10)]
+    r = row(look([reg], figures, NIGHT, violations=violations), NIGHT)
+    assert r["decision"] == "invalid" and "contract violations exceed 5%" in r["decision_reason"]
+    assert r["contract_violation_share"] == pytest.approx(0.10)
+    drift = [{"experiment_id": "v1", "epoch": 0, "drift_day": DAY0 + dt.timedelta(days=5)}]
+    r = row(look([reg], figures, NIGHT, drift=drift), NIGHT)
+    assert r["decision"] == "invalid" and r["baseline_drift"] and "drifted" in r["decision_reason"]
+    fine = [{"experiment_id": "v1", "epoch": 0, "day": DAY0, "bad": 3, "total": 4000}]
+    assert row(look([reg], figures, NIGHT, violations=fine), NIGHT)["decision"] != "invalid"
+
+
+def test_a_refused_registration_is_invalid_with_its_reason():
+    from zcl_assets.analysis.registration import RegistrationPolicy
+
+    regs = [registration(f"f{i}", ["control", "treatment"], task_type="shared",
+                         registered_at=T0 + dt.timedelta(hours=i)) for i in range(3)]
+    figures = [binary(f"f{i}", a, NIGHT, 3000, 1500) for i in range(3) for a in ("control", "treatment")]
+    out = look(regs, figures, NIGHT, policy=RegistrationPolicy(alpha_slots=2))
+    third = row(out, NIGHT, experiment_id="f2")
+    assert third["decision"] == "invalid" and "registration refused" in third["decision_reason"]
+    assert row(out, NIGHT, experiment_id="f0")["alpha_share"] == pytest.approx(0.025)

@@ -1,0 +1,69 @@
+"""The promotion gate: deterministic, append-only, superseding, with citations."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import polars as pl
+
+from zcl_assets.analysis.knowledge import GATE_VERSION, promote
+from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS, KNOWLEDGE_RECORDS
+
+DAY = dt.date(2026, 10, 1)
+
+
+def looks(decisions, experiment="e1"):
+    rows = []
+    for k, decision in enumerate(decisions):
+        r = {c: None for c in EXPERIMENT_ANALYSIS.polars}
+        r.update(as_of=DAY + dt.timedelta(days=k), experiment_id=experiment, org_id="o", task_type="t", metric="success",
+                 metric_kind="binary_proportion", control_arm="control", treatment_arm="treatment", is_primary=True,
+                 source="sessions", decision=decision, decision_reason=f"because {decision}", cs_low=0.01 * k,
+                 cs_high=0.02 * k + 0.1, cs_p_adjusted=0.001, n_control=100 * k, n_treatment=100 * k)
+        rows.append(r)
+    return pl.DataFrame(rows, schema=EXPERIMENT_ANALYSIS.polars)
+
+
+EVALUATORS = pl.DataFrame({"experiment_id": ["e1"], "evaluators": ['[{"evaluator_id": "unit-tests"}]']})
+SOURCE = pl.DataFrame({"experiment_id": ["e1"], "source": ["sessions"]})
+
+
+def stored(records):
+    return records.with_columns(pl.lit(dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)).alias("recorded_at"))
+
+
+def empty():
+    return pl.DataFrame(schema={**KNOWLEDGE_RECORDS.polars, "recorded_at": pl.Datetime("us", "UTC")})
+
+
+def test_a_claim_becomes_one_record_with_citations_and_nothing_repeats():
+    new = promote(looks(["continue", "adopt", "adopt", "continue"]), empty(), EVALUATORS, SOURCE)
+    assert new.height == 1
+    r = new.row(0, named=True)
+    assert (r["claim"], r["look_as_of"], r["sequence"], r["supersedes"]) == ("adopt", DAY + dt.timedelta(days=1), 1, None)
+    assert r["policy_version"] == GATE_VERSION and len(r["evidence_digest"]) == 64
+    cites = json.loads(r["citations"])
+    assert cites["experiment_id"] == "e1" and cites["look_as_of"] == "2026-10-02" and cites["source"] == "sessions"
+    assert json.loads(r["evaluators"]) == [{"evaluator_id": "unit-tests"}]
+    # deterministic: the same looks give the same record, and once stored nothing is appended
+    again = promote(looks(["continue", "adopt", "adopt", "continue"]), empty(), EVALUATORS, SOURCE)
+    assert again.to_dicts() == new.to_dicts()
+    assert promote(looks(["continue", "adopt", "adopt", "continue"]), stored(new), EVALUATORS, SOURCE).height == 0
+
+
+def test_a_contradiction_or_an_invalid_look_supersedes_and_nothing_is_edited():
+    first = promote(looks(["adopt", "adopt"]), empty(), EVALUATORS, SOURCE)
+    later = promote(looks(["adopt", "adopt", "continue", "no_effect", "invalid", "invalid", "reject"]), stored(first),
+                    EVALUATORS, SOURCE)
+    assert later.get_column("claim").to_list() == ["no_effect", "withdrawn", "reject"]
+    ids = [first.row(0, named=True)["record_id"], *later.get_column("record_id").to_list()]
+    assert later.get_column("supersedes").to_list() == ids[:3]
+    assert later.get_column("sequence").to_list() == [2, 3, 4]
+    assert "withdrawn" in later.row(1, named=True)["statement"]
+
+
+def test_nothing_to_withdraw_before_the_first_claim():
+    assert promote(looks(["continue", "invalid", "invalid"]), empty(), EVALUATORS, SOURCE).height == 0
+    out = promote(looks(["invalid", "adopt", "invalid"]), empty(), EVALUATORS, SOURCE)
+    assert out.get_column("claim").to_list() == ["adopt", "withdrawn"]

@@ -1,0 +1,88 @@
+"""One registry of metric kinds; one catalogue of metric names."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from contracts.tables import METRICS
+from zcl_assets.analysis.metrics import (
+    BINARY_PROPORTION,
+    CATALOGUE,
+    CONTINUOUS_MEAN,
+    KINDS,
+    RATIO_OF_SUMS,
+    ArmStats,
+    metric_spec,
+    primary_kind,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def arm(n, mean=np.nan, m2=np.nan, variance=np.nan, successes=np.nan, **ratio):
+    r = {k: np.asarray([ratio.get(k, np.nan)], float) for k in ("sum_y", "sum_m", "c_yy", "c_mm", "c_ym")}
+    return ArmStats(np.asarray([n], float), np.asarray([mean], float), np.asarray([m2], float),
+                    np.asarray([variance], float), np.asarray([successes], float), np.asarray([n], float), **r)
+
+
+def test_every_kind_says_everything_a_comparison_needs():
+    assert set(KINDS) == {"binary_proportion", "continuous_mean", "ratio_of_sums"}
+    for kind in KINDS.values():
+        assert kind.estimand and kind.sufficient_statistics and kind.descriptive and kind.cs_variance and kind.plan
+        assert callable(kind.arm_variance) and callable(kind.describe) and callable(kind.fixed_sample)
+    assert BINARY_PROPORTION.clip == (-1.0, 1.0) and CONTINUOUS_MEAN.clip is None
+
+
+def test_the_catalogue_covers_every_contract_metric_and_decides_the_kind():
+    assert set(METRICS) <= set(CATALOGUE)
+    assert CATALOGUE["success"].binary and not CATALOGUE["tokens"].binary
+    assert CATALOGUE["time_minutes"].cap == "time_minutes" and CATALOGUE["time_minutes"].direction == "decrease"
+    assert metric_spec("metric_3").binary is False  # names of aggregate exports
+    assert primary_kind("success", "session", "many") is BINARY_PROPORTION
+    assert primary_kind("success", "user", "many") is CONTINUOUS_MEAN  # per-user means of a binary metric
+    assert primary_kind("success", "user", "one") is BINARY_PROPORTION
+    assert primary_kind("score", "session", "many") is CONTINUOUS_MEAN
+
+
+def test_no_code_outside_the_registry_asks_whether_a_metric_is_success():
+    pattern = re.compile(r"""==\s*["']success["']|["']success["']\s*==""")
+    offenders = []
+    for folder in ("zcl_assets/analysis", "zcl_assets/defs", "zcl_assets/reports", "zcl_assets/stats"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if pattern.search(path.read_text(encoding="utf-8")):
+                offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []
+
+
+def test_cs_variances_by_kind():
+    # binary: p (1 - p); mean: m2 / (n - 1); ratio: n x delta-method variance (Deng et al. 2018)
+    assert BINARY_PROPORTION.arm_variance(arm(10, mean=0.3))[0] == pytest.approx(0.21)
+    assert CONTINUOUS_MEAN.arm_variance(arm(5, mean=2.0, m2=8.0))[0] == pytest.approx(2.0)
+    assert CONTINUOUS_MEAN.arm_variance(arm(5, mean=2.0, variance=3.0))[0] == pytest.approx(3.0)
+    # per-user (Y, M): (1, 2), (3, 1), (2, 3): the delta method by hand
+    y, m = np.array([1.0, 3.0, 2.0]), np.array([2.0, 1.0, 3.0])
+    r = y.sum() / m.sum()
+    var_ratio = (np.var(y, ddof=1) - 2 * r * np.cov(y, m)[0, 1] + r * r * np.var(m, ddof=1)) / (3 * m.mean() ** 2)
+    a = arm(3, sum_y=y.sum(), sum_m=m.sum(), c_yy=((y - y.mean()) ** 2).sum(), c_mm=((m - m.mean()) ** 2).sum(),
+            c_ym=((y - y.mean()) * (m - m.mean())).sum())
+    assert RATIO_OF_SUMS.arm_variance(a._replace(mean=np.asarray([r])))[0] == pytest.approx(3 * var_ratio, rel=1e-12)
+
+
+def test_fixed_sample_formulas_by_kind():
+    z = stats.norm.isf(0.025) + stats.norm.ppf(0.8)
+    # DESIGN: 0.50 -> 0.60 at alpha 0.05, power 0.8 is 384.6 per arm (two-sample, unpooled)
+    assert float(BINARY_PROPORTION.fixed_sample(0.5, 0.1, None, 0.05, 0.8, 1.0)) == pytest.approx(
+        z**2 * (0.25 + 0.24) / 0.01, rel=1e-12)
+    assert float(CONTINUOUS_MEAN.fixed_sample(30.0, 3.0, 10.0, 0.05, 0.8, 1.0)) == pytest.approx(
+        z**2 * 200 / 9, rel=1e-12)
+    # clustered: sessions at the per-session sd, times 1 + (m - 1) ICC, divided by m
+    sessions = z**2 * 2 * 0.25**2 / 0.05**2
+    users = float(RATIO_OF_SUMS.fixed_sample(0.6, 0.05, 0.25, 0.05, 0.8, 1.0, sessions_per_user=4.0, icc=0.3))
+    assert users == pytest.approx(sessions * (1 + 3 * 0.3) / 4, rel=1e-12)
+    assert math.isfinite(users)

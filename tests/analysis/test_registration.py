@@ -1,0 +1,156 @@
+"""Frozen registration: alpha slots, the alpha share, plans in randomization units, fallbacks."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+
+import polars as pl
+import pytest
+from scipy import stats
+
+from tests.analysis.looks import T0, registration
+from zcl_assets.analysis.registration import (
+    DEFAULT_ALPHA_SLOTS,
+    RegistrationPolicy,
+    allocation_changes,
+    decode_arms,
+    plan_registrations,
+    refusal_quarantine,
+)
+from zcl_assets.stats.power import FALLBACK_TUNING_UNITS
+
+Z80 = stats.norm.ppf(0.8)
+EVENTS = {"experiment_id": pl.String, "status": pl.String, "at": pl.Datetime("us", "UTC"), "reason": pl.String,
+          "allocation": pl.String}
+
+
+def frame(rows):
+    return pl.DataFrame(rows, schema_overrides={"baseline_sd": pl.Float64, "metric_caps": pl.String,
+                                               "registered_at": pl.Datetime("us", "UTC")})
+
+
+def family(n, **kw):
+    return [registration(f"x{i}", ["control", "treatment"], task_type="bugfix",
+                         registered_at=T0 + dt.timedelta(hours=i), **kw) for i in range(n)]
+
+
+def test_default_k_and_the_alpha_share():
+    assert DEFAULT_ALPHA_SLOTS == 4
+    plans = plan_registrations(frame(family(1)))
+    assert plans.row(0, named=True)["alpha_share"] == pytest.approx(0.05 / 4)
+    with pytest.raises(ValueError):
+        RegistrationPolicy(alpha_slots=0)
+
+
+def test_a_registration_beyond_k_concurrent_is_refused_and_quarantined_with_a_reason():
+    plans = plan_registrations(frame(family(5)))
+    got = {r["experiment_id"]: (r["admitted"], r["alpha_slot"]) for r in plans.iter_rows(named=True)}
+    assert got == {"x0": (True, 1), "x1": (True, 2), "x2": (True, 3), "x3": (True, 4), "x4": (False, None)}
+    lineage = pl.DataFrame({"experiment_id": ["x4"], "partition_day": [dt.date(2026, 10, 1)],
+                            "source_file": ["experiments/2026-10-01/a.jsonl"], "source_row": [5]})
+    q = refusal_quarantine(plans, lineage, RegistrationPolicy())
+    assert q.height == 1
+    r = q.row(0, named=True)
+    assert (r["source_table"], r["stage"], r["rule"], r["source_row"]) == ("experiments", "registration",
+                                                                           "alpha_slots_exhausted", 5)
+    assert "K = 4" in r["reason"] and json.loads(r["record"]) == {"experiment_id": "x4"}
+    # the quarantine table keeps its shape: these are exactly its columns but the timestamp
+    assert q.columns == ["source_table", "partition_day", "source_file", "source_row", "stage", "rule", "reason", "record"]
+
+
+def test_a_completed_experiment_frees_its_slot_and_frozen_plans_keep_theirs():
+    first = plan_registrations(frame(family(4)))
+    late = registration("late", ["control", "treatment"], task_type="bugfix", registered_at=T0 + dt.timedelta(days=9))
+    events = pl.DataFrame([{"experiment_id": "x2", "status": "completed", "at": T0 + dt.timedelta(days=8),
+                            "reason": "done", "allocation": None}], schema=EVENTS)
+    existing = first.select("experiment_id", "org_id", "task_type", "admitted", "alpha_slot")
+    late_plan = plan_registrations(frame([late]), existing, events).row(0, named=True)
+    assert late_plan["admitted"] and late_plan["alpha_slot"] == 3  # the completed experiment's slot
+    # without the completion the family is full
+    refused = plan_registrations(frame([late]), existing, events.clear()).row(0, named=True)
+    assert not refused["admitted"]
+
+
+def test_plans_per_arm_for_unequal_three_way_allocation():
+    # 50/25/25, control named "baseline": two comparisons at alpha_share / 2, ratio 0.5 each.
+    reg = registration("t3", ["baseline", "a", "b"], [0.5, 0.25, 0.25], control="baseline", mde=0.08)
+    p = plan_registrations(frame([reg])).row(0, named=True)
+    assert p["n_comparisons"] == 2 and p["comparison_alpha"] == pytest.approx(0.0125 / 2)
+    # n_c = (z_{1 - 0.00625/2} + z_{0.8})^2 (0.5*0.5 + 0.58*0.42 / 0.5) / 0.08^2, N_plan = ceil(1.73 n_c)
+    n_fixed = (stats.norm.isf(0.00625 / 2) + Z80) ** 2 * (0.25 + 0.58 * 0.42 / 0.5) / 0.08**2
+    assert p["planned_n_per_arm"] == math.ceil(1.73 * n_fixed)
+    units = json.loads(p["planned_units"])
+    assert units == {"baseline": p["planned_n_per_arm"], "a": math.ceil(p["planned_n_per_arm"] * 0.5),
+                     "b": math.ceil(p["planned_n_per_arm"] * 0.5)}
+
+
+def test_user_randomized_plans_count_users_with_the_per_user_variance():
+    # A continuous metric with several sessions a user: planned in users at the registered sd of
+    # the per-user mean (0.12), not the per-session sd.
+    reg = registration("u", ["control", "treatment"], metric="score", baseline_mean=0.6, baseline_sd=0.12,
+                       randomization_unit="user", mde=0.03)
+    p = plan_registrations(frame([reg])).row(0, named=True)
+    n_fixed = (stats.norm.isf(0.0125 / 2) + Z80) ** 2 * 2 * 0.12**2 / 0.03**2
+    assert p["planned_unit"] == "users" and p["metric_kind"] == "continuous_mean"
+    assert p["planned_n_per_arm"] == math.ceil(1.73 * n_fixed)
+    # A binary metric averaged over a user's sessions without a registered sd: p(1 - p), the
+    # largest variance a per-user mean in [0, 1] can have.
+    reg = registration("ub", ["control", "treatment"], randomization_unit="user", mde=0.1)
+    p = plan_registrations(frame([reg])).row(0, named=True)
+    n_fixed = (stats.norm.isf(0.0125 / 2) + Z80) ** 2 * 2 * 0.25 / 0.1**2
+    assert p["metric_kind"] == "continuous_mean" and p["planned_n_per_arm"] == math.ceil(1.73 * n_fixed)
+    # one session a user: the unit-level proportion
+    reg = registration("u1", ["control", "treatment"], randomization_unit="user", sessions_per_unit="one")
+    assert plan_registrations(frame([reg])).row(0, named=True)["metric_kind"] == "binary_proportion"
+
+
+def test_an_unreachable_plan_states_why_and_its_fallback_tuning():
+    reg = registration("bad", ["control", "treatment"], baseline_mean=0.98, mde=0.05)
+    p = plan_registrations(frame([reg])).row(0, named=True)
+    assert not p["reachable"] and p["planned_n_per_arm"] == math.inf
+    assert p["tuning_n_per_arm"] == pytest.approx(FALLBACK_TUNING_UNITS / 2)
+    assert "baseline plus MDE not in (0, 1)" in p["plan_reason"] and "only adopt or reject" in p["plan_reason"]
+
+
+def test_days_to_reach_the_plan_at_the_family_traffic():
+    regs = family(2)
+    traffic = pl.DataFrame({"experiment_id": ["x0", "x1"], "traffic_per_day": [120.0, 120.0]})
+    plans = {r["experiment_id"]: r for r in plan_registrations(frame(regs), traffic=traffic).iter_rows(named=True)}
+    first, second = plans["x0"], plans["x1"]
+    total = first["planned_n_per_arm"] * 2
+    assert first["days_to_plan"] == math.ceil(total / 120.0)  # alone in its family
+    assert second["days_to_plan"] == math.ceil(total / 60.0)  # sharing the traffic with x0
+    none = plan_registrations(frame(family(1)))
+    assert none.row(0, named=True)["days_to_plan"] is None  # no traffic history
+
+
+def test_unknown_allocation_is_planned_at_equal_shares_and_says_so():
+    reg = registration("asos", ["control", "variant_1"], "unknown")
+    p = plan_registrations(frame([reg])).row(0, named=True)
+    assert not p["allocation_known"] and p["plan_reason"] == "allocation not declared: planned at equal allocation"
+    arms = decode_arms(frame([reg]))
+    assert arms.get_column("share").is_null().all()
+
+
+def test_declared_allocation_changes_are_checked():
+    regs = frame([registration("c", ["control", "treatment"], [0.9, 0.1])])
+    arms = decode_arms(regs)
+    at = T0 + dt.timedelta(days=3)
+    events = pl.DataFrame([
+        {"experiment_id": "c", "status": "active", "at": at, "reason": "", "allocation": '{"control": 0.5, "treatment": 0.5}'},
+        {"experiment_id": "c", "status": "active", "at": at + dt.timedelta(days=1), "reason": "", "allocation": "[1, 2]"},
+        {"experiment_id": "c", "status": "active", "at": at + dt.timedelta(days=2), "reason": "",
+         "allocation": '{"control": 0.5, "other": 0.5}'},
+        {"experiment_id": "c", "status": "active", "at": at + dt.timedelta(days=3), "reason": "",
+         "allocation": '{"control": 0.7, "treatment": 0.7}'},
+        {"experiment_id": "c", "status": "active", "at": T0 - dt.timedelta(days=1), "reason": "",
+         "allocation": '{"control": 0.5, "treatment": 0.5}'},
+    ], schema=EVENTS)
+    valid, invalid = allocation_changes(events, arms, regs)
+    assert valid.height == 2 and set(valid.get_column("share").to_list()) == {0.5}
+    reasons = invalid.sort("at").get_column("why").to_list()
+    assert len(reasons) == 4
+    assert "after the registration" in reasons[0] and "JSON object" in reasons[1]
+    assert "registered arms" in reasons[2] and "sum to 1" in reasons[3]

@@ -1,0 +1,149 @@
+"""What each look compares: registrations and frozen plans to one row per comparison.
+
+Every declared treatment arm is compared with the control arm on:
+
+* the primary metric's primary estimand (role ``primary``: the only one that decides);
+* every guardrail (role ``guardrail``: can only hold ``adopt`` back);
+* for a user-randomized experiment with several sessions a user, the session-weighted
+  ratio of sums beside the per-user mean (role ``secondary``, labelled);
+* for an aggregate export, every other metric it carries (role ``secondary``).
+
+Rows come from the registration, not from the data, so a comparison whose arm has no
+units yet is still there (nothing vanishes). Vectorised with polars; no loop over
+experiments.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from zcl_assets.analysis.metrics import BINARY_PROPORTION, CATALOGUE, CONTINUOUS_MEAN, KINDS, RATIO_OF_SUMS
+from zcl_assets.analysis.registration import decode_arms, decode_guardrails
+
+_BINARY = [name for name, spec in CATALOGUE.items() if spec.binary]
+
+
+def _kind(metric: pl.Expr, several: pl.Expr) -> pl.Expr:
+    return (
+        pl.when(metric.is_in(_BINARY) & ~several).then(pl.lit(BINARY_PROPORTION.name))
+        .otherwise(pl.lit(CONTINUOUS_MEAN.name))
+    )
+
+
+def comparisons(
+    registrations: pl.DataFrame,
+    plans: pl.DataFrame,
+    snapshot_metrics: pl.DataFrame,
+    changed: pl.DataFrame,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The comparisons of every registered experiment, and per-experiment facts for rule 1.
+
+    Args:
+        registrations: ``sql/select_registrations.sql`` rows.
+        plans: ``experiment_plans`` rows (every registration has one, admitted or refused).
+        snapshot_metrics: ``experiment_id, metric`` carried by aggregate exports.
+        changed: ``experiment_id`` of experiments with a valid declared allocation change.
+
+    Returns:
+        ``(comparisons, experiments, arms)``: the comparison rows (columns used by
+        ``engine.analyse``), one row per experiment (``primary_metric, srm_n_star,
+        allocation_known, check_verified, source``), and the decoded arms.
+    """
+    arms = decode_arms(registrations)
+    reg = registrations.join(plans.drop("org_id", "task_type"), on="experiment_id", how="inner")
+    snap = snapshot_metrics.select("experiment_id").unique().with_columns(pl.lit(True).alias("from_snapshots"))
+    several = (pl.col("randomization_unit") == "user") & (pl.col("sessions_per_unit") != "one") & ~pl.col("from_snapshots")
+    reg = reg.join(snap, on="experiment_id", how="left").with_columns(pl.col("from_snapshots").fill_null(False))
+    reg = reg.with_columns(
+        several.alias("several"),
+        pl.when(pl.col("from_snapshots")).then(pl.lit("arm_snapshots")).otherwise(pl.lit("sessions")).alias("source"),
+        pl.when(pl.col("from_snapshots")).then(pl.format("{} (aggregate export)", "randomization_unit"))
+        .otherwise(pl.col("randomization_unit")).alias("analysis_unit"),
+        pl.when(pl.col("baseline_sd").is_not_null()).then(pl.col("baseline_sd"))
+        .when(pl.col("primary_metric").is_in(_BINARY)).then((pl.col("baseline_mean") * (1 - pl.col("baseline_mean"))).sqrt())
+        .alias("unit_sd"),
+        pl.when(pl.col("direction") == "decrease").then(-pl.col("mde")).otherwise(pl.col("mde")).alias("mde_signed"),
+        (~pl.col("admitted")).alias("registration_refused"),
+    )
+    control = arms.filter("is_control").select("experiment_id", pl.col("share").alias("share_c"))
+    treatments = (
+        arms.filter(~pl.col("is_control")).join(control, on="experiment_id")
+        .select("experiment_id", pl.col("arm").alias("treatment_arm"), "arm_order",
+                pl.coalesce(pl.col("share") / pl.col("share_c"), pl.lit(1.0)).alias("ratio"))
+    )
+    allocation = (
+        arms.group_by("experiment_id").agg(pl.col("share").is_not_null().all().alias("allocation_known"))
+        .join(changed.select("experiment_id").unique().with_columns(pl.lit(True).alias("changed")), on="experiment_id", how="left")
+        .select("experiment_id", "allocation_known",
+                pl.when(~pl.col("allocation_known")).then(pl.lit("unknown"))
+                .when(pl.col("changed").fill_null(False)).then(pl.lit("declared, changed"))
+                .otherwise(pl.lit("declared")).alias("allocation"))
+    )
+    base = reg.join(treatments, on="experiment_id").join(allocation, on="experiment_id")
+
+    primary = base.with_columns(
+        pl.col("primary_metric").alias("metric"),
+        _kind(pl.col("primary_metric"), pl.col("several")).alias("metric_kind"),
+        pl.lit("primary").alias("role"),
+        pl.col("direction").alias("metric_direction"),
+        pl.lit(None, dtype=pl.Float64).alias("margin"),
+        pl.lit(-1, dtype=pl.Int64).alias("guardrail_order"),
+    )
+    guard = decode_guardrails(registrations).rename({"metric": "g_metric", "direction": "g_direction"})
+    guardrails = base.join(guard, on="experiment_id").with_columns(
+        pl.col("g_metric").alias("metric"),
+        _kind(pl.col("g_metric"), pl.col("several")).alias("metric_kind"),
+        pl.lit("guardrail").alias("role"),
+        pl.col("g_direction").alias("metric_direction"),
+    ).drop("g_metric", "g_direction")
+    ratio_rows = base.filter(pl.col("several")).with_columns(
+        pl.col("primary_metric").alias("metric"),
+        pl.lit(RATIO_OF_SUMS.name).alias("metric_kind"),
+        pl.lit("secondary").alias("role"),
+        pl.col("direction").alias("metric_direction"),
+        pl.lit(None, dtype=pl.Float64).alias("margin"),
+        pl.lit(-1, dtype=pl.Int64).alias("guardrail_order"),
+    )
+    others = snapshot_metrics.join(reg.select("experiment_id", "primary_metric"), on="experiment_id")
+    others = others.filter(pl.col("metric") != pl.col("primary_metric")).select("experiment_id", pl.col("metric").alias("o_metric"))
+    secondary = base.join(others, on="experiment_id").with_columns(
+        pl.col("o_metric").alias("metric"),
+        _kind(pl.col("o_metric"), pl.lit(False)).alias("metric_kind"),
+        pl.lit("secondary").alias("role"),
+        pl.lit("increase").alias("metric_direction"),
+        pl.lit(None, dtype=pl.Float64).alias("margin"),
+        pl.lit(-1, dtype=pl.Int64).alias("guardrail_order"),
+    ).drop("o_metric")
+    rows = pl.concat([primary, guardrails, ratio_rows, secondary], how="diagonal_relaxed")
+    estimand = pl.lit(None, dtype=pl.String)
+    for name, kind in KINDS.items():
+        estimand = pl.when(pl.col("metric_kind") == name).then(pl.lit(kind.estimand)).otherwise(estimand)
+    rows = rows.with_columns(
+        (pl.col("role") == "primary").alias("is_primary"),
+        pl.col("metric_direction").alias("direction"),
+        pl.when(pl.col("metric_direction") == "decrease").then(-1.0).otherwise(1.0).alias("sign"),
+        estimand.alias("estimand"),
+        (pl.col("planned_n_per_arm") * pl.col("ratio")).ceil().alias("planned_n_treatment"),
+        (pl.col("tuning_n_per_arm") * (1 + pl.col("ratio"))).alias("tuning_n_total"),
+        pl.col("reachable").alias("plan_reachable"),
+        pl.col("metric").is_in(_BINARY).alias("binary_metric"),
+        pl.when(pl.col("metric_kind") == BINARY_PROPORTION.name).then(pl.lit("binary")).otherwise(pl.lit("continuous"))
+        .alias("plan_metric"),
+    ).sort("experiment_id", "role", "metric", "metric_kind", "arm_order")
+    rows = rows.with_columns(pl.int_range(pl.len()).alias("cid"))
+    cols = ["cid", "experiment_id", "org_id", "task_type", "source", "metric", "metric_kind", "estimand", "role",
+            "is_primary", "direction", "sign", "analysis_unit", "control_arm", "treatment_arm", "mde", "mde_signed",
+            "alpha_share", "comparison_alpha", "ratio", "planned_n_per_arm", "planned_n_treatment", "n_fixed_per_arm",
+            "plan_reachable", "plan_reason", "tuning_n_total", "min_samples_per_arm", "baseline_mean", "unit_sd",
+            "inflation", "expected_verified_share", "margin", "guardrail_order", "registration_refused", "allocation",
+            "binary_metric", "plan_metric"]
+    experiments = (
+        reg.join(allocation, on="experiment_id")
+        .join(treatments.group_by("experiment_id").agg(pl.col("ratio").sum().alias("sum_ratio")), on="experiment_id")
+        .select(
+            "experiment_id", "primary_metric", "source", "allocation_known",
+            (pl.col("tuning_n_per_arm") * (1 + pl.col("sum_ratio"))).alias("srm_n_star"),
+            (pl.col("source") == "sessions").alias("check_verified"),
+        )
+    )
+    return rows.select(cols), experiments, arms

@@ -1,0 +1,379 @@
+"""Registration, frozen: alpha slots per organization and task type, and the planned sample.
+
+DESIGN section 6, *Family* and *Planned sample*:
+
+* Each organization and task type (a family) has ``K`` concurrent slots
+  (:data:`DEFAULT_ALPHA_SLOTS`, configurable). A registration takes the lowest free slot and
+  the alpha share ``alpha / K``, and keeps both for good (also when reopened). A
+  registration that finds all ``K`` slots held by experiments still live (no ``completed``
+  or ``cancelled`` as their last event at its registration time) is refused: it gets a
+  plan row with ``admitted = False`` and a ``quarantine`` row (stage ``registration``,
+  rule ``alpha_slots_exhausted``); every look of it is ``invalid`` with that reason.
+* The same alpha share serves the plan, the confidence sequence and the Holm step. With
+  ``k`` treatment arms, the plan and the CS tuning use ``alpha_share / k`` (Holm's first
+  step; Holm is never less powerful than this Bonferroni split).
+* The planned sample counts randomization units (users for a user-randomized experiment,
+  planned with the registered sd of the per-user value; sessions otherwise):
+  ``N_plan = max(min_samples, ceil(R * DE * n_fixed / v))`` for the control arm, the
+  largest over the comparisons; each treatment arm is planned at its share ratio times it.
+* An unreachable plan (``n_plan = inf``, reason stored) still gets a valid confidence
+  sequence, tuned at :data:`~zcl_assets.stats.power.FALLBACK_TUNING_UNITS` units in each
+  comparison (both arms together), and says that only adopt or reject can end it.
+* Days to reach the plan: at the family's traffic in the 28 days before registration,
+  shared evenly by its concurrent experiments (null when there is no history).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from zcl_assets.analysis.metrics import BINARY_PROPORTION, CATALOGUE, CONTINUOUS_MEAN
+from zcl_assets.analysis.schema import EXPERIMENT_PLANS
+from zcl_assets.stats.power import FALLBACK_TUNING_UNITS, R_DEFAULT, planned_sample
+
+DEFAULT_ALPHA_SLOTS = 4
+"""K: concurrent experiments per organization and task type. Seed note 000's generator
+opens up to eight live tests per task type; eight slots would plan each at alpha/8, about
+1.4 times the sample of alpha/4 (at power 0.8), which low-traffic task types cannot reach.
+Four keeps samples reachable and the family-wise error at the registered alpha."""
+
+POLICY_VERSION = "registration-policy/1"
+TRAFFIC_DAYS = 28
+
+ARMS_DTYPE = pl.List(pl.Struct({"name": pl.String, "allocation": pl.Float64}))
+GUARDRAILS_DTYPE = pl.List(pl.Struct({"metric": pl.String, "direction": pl.String, "margin": pl.Float64}))
+
+
+@dataclass(frozen=True)
+class RegistrationPolicy:
+    """The registration policy: ``alpha_slots`` concurrent experiments per family."""
+
+    alpha_slots: int = DEFAULT_ALPHA_SLOTS
+    version: str = POLICY_VERSION
+
+    def __post_init__(self):
+        if int(self.alpha_slots) != self.alpha_slots or self.alpha_slots < 1:
+            raise ValueError(f"alpha_slots must be a positive integer, got {self.alpha_slots!r}")
+
+
+def decode_arms(registrations: pl.DataFrame) -> pl.DataFrame:
+    """One row per (experiment, arm): ``experiment_id, arm, share, is_control, arm_order``.
+
+    ``share`` is null for every arm of a registration that declares no allocation (aggregate
+    exports); shares are normalised to sum 1 otherwise.
+    """
+    arms = (
+        registrations.select("experiment_id", "control_arm", pl.col("arms").str.json_decode(ARMS_DTYPE).alias("a"))
+        .explode("a")
+        .with_columns(pl.int_range(pl.len()).over("experiment_id").alias("arm_order"))
+        .select(
+            "experiment_id",
+            pl.col("a").struct.field("name").alias("arm"),
+            pl.col("a").struct.field("allocation").alias("share"),
+            (pl.col("a").struct.field("name") == pl.col("control_arm")).alias("is_control"),
+            "arm_order",
+        )
+    )
+    known = pl.col("share").is_not_null().all().over("experiment_id")
+    return arms.with_columns(
+        pl.when(known).then(pl.col("share") / pl.col("share").sum().over("experiment_id")).alias("share")
+    )
+
+
+def decode_guardrails(registrations: pl.DataFrame) -> pl.DataFrame:
+    """One row per (experiment, guardrail): ``experiment_id, metric, direction, margin, guardrail_order``."""
+    return (
+        registrations.select(
+            "experiment_id", pl.col("guardrails").fill_null("[]").str.json_decode(GUARDRAILS_DTYPE).alias("g")
+        )
+        .explode("g")
+        .filter(pl.col("g").is_not_null())
+        .with_columns(pl.int_range(pl.len()).over("experiment_id").alias("guardrail_order"))
+        .select(
+            "experiment_id",
+            pl.col("g").struct.field("metric").alias("metric"),
+            pl.col("g").struct.field("direction").alias("direction"),
+            pl.col("g").struct.field("margin").alias("margin"),
+            "guardrail_order",
+        )
+    )
+
+
+def assign_slots(
+    new: pl.DataFrame, existing: pl.DataFrame, events: pl.DataFrame, policy: RegistrationPolicy
+) -> pl.DataFrame:
+    """Alpha slots of new registrations, in registration order, against the frozen plans.
+
+    Args:
+        new: registrations without a plan (``experiment_id, org_id, task_type, registered_at``).
+        existing: frozen plans (``experiment_id, org_id, task_type, admitted, alpha_slot``)
+            with their ``registered_at``.
+        events: ``experiment_id, status, at`` (staged experiment events).
+        policy: the registration policy.
+
+    Returns:
+        ``experiment_id, admitted, alpha_slot, concurrent`` (live experiments of the family,
+        this one included when admitted).
+    """
+    # Registrations are few (one per hypothesis); a pass in time order is the definition.
+    ended_at: dict[str, list[tuple]] = {}
+    for eid, status, at in events.sort("at", "experiment_id").select("experiment_id", "status", "at").iter_rows():
+        ended_at.setdefault(eid, []).append((at, status))
+
+    def live(eid, t) -> bool:
+        last = None
+        for at, status in ended_at.get(eid, []):
+            if at <= t:
+                last = status
+        return last not in ("completed", "cancelled")
+
+    holders: dict[tuple, list[tuple[str, int]]] = {}
+    for eid, org, task, slot in existing.filter(pl.col("admitted")).select(
+        "experiment_id", "org_id", "task_type", "alpha_slot"
+    ).iter_rows():
+        holders.setdefault((org, task), []).append((eid, int(slot)))
+    rows = []
+    for eid, org, task, at in new.sort("registered_at", "experiment_id").select(
+        "experiment_id", "org_id", "task_type", "registered_at"
+    ).iter_rows():
+        family = holders.setdefault((org, task), [])
+        taken = {slot for other, slot in family if live(other, at)}
+        free = [s for s in range(1, policy.alpha_slots + 1) if s not in taken]
+        if free:
+            family.append((eid, free[0]))
+            rows.append((eid, True, free[0], len(taken) + 1))
+        else:
+            rows.append((eid, False, None, len(taken)))
+    return pl.DataFrame(rows, schema={"experiment_id": pl.String, "admitted": pl.Boolean, "alpha_slot": pl.Int64,
+                                      "concurrent": pl.Int64}, orient="row")
+
+
+def plan_registrations(
+    registrations: pl.DataFrame,
+    existing: pl.DataFrame | None = None,
+    events: pl.DataFrame | None = None,
+    traffic: pl.DataFrame | None = None,
+    policy: RegistrationPolicy | None = None,
+) -> pl.DataFrame:
+    """Frozen plans of the registrations that have none yet (vectorised over registrations).
+
+    Args:
+        registrations: ``sql/select_registrations.sql`` rows without a plan.
+        existing: the plans already frozen (for the slots), or None.
+        events: staged experiment events (``experiment_id, status, at``), or None.
+        traffic: ``experiment_id, traffic_per_day`` (units a day of the family before
+            registration), or None.
+        policy: K and the policy version.
+
+    Returns:
+        One row per registration with the :data:`EXPERIMENT_PLANS` columns except
+        ``planned_at``. Unreachable plans carry ``inf`` and a reason, never an exception.
+    """
+    policy = policy or RegistrationPolicy()
+    schema = EXPERIMENT_PLANS.polars
+    if registrations.height == 0:
+        return pl.DataFrame(schema=schema)
+    existing = existing if existing is not None else pl.DataFrame(
+        schema={"experiment_id": pl.String, "org_id": pl.String, "task_type": pl.String, "admitted": pl.Boolean,
+                "alpha_slot": pl.Int64})
+    events = events if events is not None else pl.DataFrame(
+        schema={"experiment_id": pl.String, "status": pl.String, "at": pl.Datetime("us", "UTC")})
+    slots = assign_slots(registrations, existing, events, policy)
+    arms = decode_arms(registrations)
+    guardrails = decode_guardrails(registrations).group_by("experiment_id").agg(pl.len().alias("n_guardrails"))
+    control = arms.filter("is_control").select("experiment_id", pl.col("share").alias("share_c"))
+    comparisons = (
+        arms.filter(~pl.col("is_control"))
+        .join(control, on="experiment_id")
+        .with_columns(
+            pl.coalesce(pl.col("share") / pl.col("share_c"), pl.lit(1.0)).alias("ratio"),
+            pl.len().over("experiment_id").alias("n_comparisons"),
+        )
+        .join(registrations, on="experiment_id")
+        .join(guardrails, on="experiment_id", how="left")
+        .join(slots, on="experiment_id")
+        .with_columns(pl.col("n_guardrails").fill_null(0))
+    )
+    binary_metric = pl.col("primary_metric").is_in([m for m, spec in CATALOGUE.items() if spec.binary])
+    several = (pl.col("randomization_unit") == "user") & (pl.col("sessions_per_unit") != "one")
+    comparisons = comparisons.with_columns(
+        (pl.col("alpha") / policy.alpha_slots).alias("alpha_share"),
+        pl.when(binary_metric & ~several).then(pl.lit(BINARY_PROPORTION.name))
+        .otherwise(pl.lit(CONTINUOUS_MEAN.name)).alias("metric_kind"),
+        pl.when(pl.col("direction") == "decrease").then(-pl.col("mde")).otherwise(pl.col("mde")).alias("mde_signed"),
+        # per-unit sd: registered, else p(1 - p) for a binary metric averaged over a user's sessions
+        pl.coalesce(
+            pl.col("baseline_sd"),
+            pl.when(binary_metric).then((pl.col("baseline_mean") * (1 - pl.col("baseline_mean"))).sqrt()),
+        ).alias("unit_sd"),
+    ).with_columns((pl.col("alpha_share") / pl.col("n_comparisons")).alias("comparison_alpha"))
+
+    n_plan = np.full(comparisons.height, np.inf)
+    n_fix = np.full(comparisons.height, np.nan)
+    reason = np.full(comparisons.height, "", dtype=object)
+    kind = comparisons.get_column("metric_kind").to_numpy()
+
+    def col(name):
+        return comparisons.get_column(name).cast(pl.Float64).to_numpy().copy()
+
+    for name, metric in ((BINARY_PROPORTION.name, "binary"), (CONTINUOUS_MEAN.name, "continuous")):
+        i = kind == name
+        if not i.any():
+            continue
+        plan = planned_sample(
+            baseline_mean=col("baseline_mean")[i], mde=col("mde_signed")[i], alpha=col("comparison_alpha")[i],
+            power=col("power")[i], min_samples=col("min_samples_per_arm")[i], allocation_ratio=col("ratio")[i],
+            baseline_sd=col("unit_sd")[i] if metric == "continuous" else None, metric=metric, inflation=R_DEFAULT,
+            verified_share=col("expected_verified_share")[i], n_guardrails=col("n_guardrails")[i],
+        )
+        n_plan[i], n_fix[i], reason[i] = plan.n_plan, plan.n_fixed, plan.reason
+    comparisons = comparisons.with_columns(
+        pl.Series("n_plan_c", n_plan), pl.Series("n_fixed_c", n_fix), pl.Series("why", reason.tolist(), dtype=pl.String)
+    )
+    per_experiment = comparisons.group_by("experiment_id", maintain_order=True).agg(
+        pl.col("n_plan_c").max().alias("planned_n_per_arm"),
+        pl.col("n_fixed_c").max().alias("n_fixed_per_arm"),
+        pl.col("why").filter(pl.col("why") != "").first().alias("why"),
+        pl.col("ratio").max().alias("max_ratio"),
+        pl.col("ratio").sum().alias("sum_ratio"),
+        pl.first("org_id", "task_type", "admitted", "alpha_slot", "alpha_share", "n_comparisons", "comparison_alpha",
+                 "metric_kind", "randomization_unit", "sessions_per_unit", "expected_verified_share", "n_guardrails",
+                 "concurrent", "share_c"),
+    )
+    planned_units = (
+        arms.join(per_experiment.select("experiment_id", "planned_n_per_arm"), on="experiment_id")
+        .join(control, on="experiment_id")
+        .with_columns(
+            (pl.col("planned_n_per_arm") * pl.coalesce(pl.col("share") / pl.col("share_c"), pl.lit(1.0))).ceil()
+            .alias("units")
+        )
+        .group_by("experiment_id", maintain_order=True)
+        .agg(pl.struct("arm", "units").alias("u"))
+        .with_columns(
+            pl.col("u").list.eval(pl.format('"{}": {}', pl.element().struct.field("arm"),
+                                            pl.element().struct.field("units"))).list.join(", ").alias("planned_units")
+        )
+        .select("experiment_id", pl.concat_str(pl.lit("{"), "planned_units", pl.lit("}")).alias("planned_units"))
+    )
+    traffic = traffic if traffic is not None else pl.DataFrame(
+        schema={"experiment_id": pl.String, "traffic_per_day": pl.Float64})
+    reachable = pl.col("planned_n_per_arm").is_finite()
+    fallback = (f"; the CS is tuned at {FALLBACK_TUNING_UNITS:,.0f} units in each comparison instead "
+                "(GrowthBook's default tuning), and only adopt or reject can end it")
+    total_units = pl.col("planned_n_per_arm") * (1 + pl.col("sum_ratio"))
+    out = (
+        per_experiment.join(planned_units, on="experiment_id", how="left")
+        .join(traffic, on="experiment_id", how="left")
+        .join(allocation_known(registrations), on="experiment_id")
+        .with_columns(
+            pl.col("alpha_slot").cast(pl.Int64),
+            pl.lit(policy.alpha_slots, dtype=pl.Int64).alias("alpha_slots"),
+            pl.when(pl.col("metric_kind") == BINARY_PROPORTION.name).then(pl.lit(BINARY_PROPORTION.estimand))
+            .otherwise(pl.lit(CONTINUOUS_MEAN.estimand)).alias("estimand"),
+            pl.when(pl.col("randomization_unit") == "user").then(pl.lit("users")).otherwise(pl.lit("sessions"))
+            .alias("planned_unit"),
+            pl.when(reachable).then(pl.col("planned_n_per_arm"))
+            .otherwise(pl.lit(float(FALLBACK_TUNING_UNITS)) / (1 + pl.col("max_ratio"))).alias("tuning_n_per_arm"),
+            pl.lit(R_DEFAULT).alias("inflation"),
+            pl.lit(1.0).alias("design_effect"),
+            pl.col("expected_verified_share").alias("verified_share"),
+            pl.col("n_guardrails").cast(pl.Int64),
+            reachable.alias("reachable"),
+            pl.when(~pl.col("admitted")).then(pl.lit("registration refused: no alpha slot free"))
+            .when(~reachable).then(pl.col("why") + pl.lit(fallback))
+            .when(~pl.col("allocation_known")).then(pl.lit("allocation not declared: planned at equal allocation"))
+            .otherwise(pl.lit(None)).alias("plan_reason"),
+            pl.when(pl.col("traffic_per_day") > 0)
+            .then((total_units / (pl.col("traffic_per_day") / pl.col("concurrent").clip(1))).ceil())
+            .alias("days_to_plan"),
+            pl.lit(policy.version).alias("policy_version"),
+        )
+    )
+    return out.select(list(schema)).cast(schema).sort("experiment_id")
+
+
+def allocation_known(registrations: pl.DataFrame) -> pl.DataFrame:
+    """``experiment_id, allocation_known``: every arm of the registration has a share."""
+    arms = decode_arms(registrations)
+    return arms.group_by("experiment_id").agg(pl.col("share").is_not_null().all().alias("allocation_known"))
+
+
+def refusal_quarantine(plans: pl.DataFrame, lineage: pl.DataFrame, policy: RegistrationPolicy) -> pl.DataFrame:
+    """Quarantine rows (stage ``registration``) of refused registrations.
+
+    Args:
+        plans: new plans (``experiment_id, org_id, task_type, admitted``).
+        lineage: ``experiment_id, partition_day, source_file, source_row`` of staged registrations.
+        policy: the registration policy (K in the reason).
+    """
+    refused = plans.filter(~pl.col("admitted")).join(lineage, on="experiment_id", how="left")
+    return refused.select(
+        pl.lit("experiments").alias("source_table"),
+        "partition_day", "source_file", "source_row",
+        pl.lit("registration").alias("stage"),
+        pl.lit("alpha_slots_exhausted").alias("rule"),
+        pl.format(
+            "organization {} and task type {} already have {} live experiments (K = {} alpha slots); "
+            "the registration is refused and every look of it is invalid",
+            "org_id", "task_type", pl.lit(policy.alpha_slots), pl.lit(policy.alpha_slots),
+        ).alias("reason"),
+        pl.concat_str(pl.lit('{"experiment_id": "'), "experiment_id", pl.lit('"}')).alias("record"),
+    )
+
+
+def allocation_changes(events: pl.DataFrame, arms: pl.DataFrame, registrations: pl.DataFrame):
+    """Declared allocation changes, checked: ``(valid, invalid)``.
+
+    A change is an ``experiment_events`` row with an ``allocation`` JSON object (arm ->
+    share) and its time. It is valid when it names exactly the registration's arms, every
+    share is positive and finite, the shares sum to 1 (within 1e-6), the registration
+    declared an allocation, and it comes after the registration.
+
+    Returns:
+        ``valid``: one row per (experiment, change time, arm) with ``share``;
+        ``invalid``: ``experiment_id, at, allocation, why`` (quarantined by the plans asset).
+    """
+    cols = {"experiment_id": pl.String, "at": pl.Datetime("us", "UTC"), "arm": pl.String, "share": pl.Float64}
+    if "allocation" not in events.columns:
+        return pl.DataFrame(schema=cols), pl.DataFrame(
+            schema={"experiment_id": pl.String, "at": pl.Datetime("us", "UTC"), "allocation": pl.String, "why": pl.String})
+    changes = events.filter(pl.col("allocation").is_not_null()).select("experiment_id", "at", "allocation")
+    rows = []
+    bad = []
+    declared = arms.group_by("experiment_id").agg(pl.col("arm"), pl.col("share").is_not_null().all().alias("known"))
+    declared = {e: (set(a), k) for e, a, k in declared.iter_rows()}
+    registered = dict(registrations.select("experiment_id", "registered_at").iter_rows())
+    # Change events are rare (one per declared change); each is checked on its own.
+    for eid, at, text in changes.sort("experiment_id", "at").iter_rows():
+        try:
+            shares = json.loads(text)
+            if not isinstance(shares, dict):
+                raise ValueError("not an object")
+            values = {str(k): float(v) for k, v in shares.items()}
+        except (TypeError, ValueError, json.JSONDecodeError):
+            bad.append((eid, at, text, "allocation must be a JSON object of arm -> share"))
+            continue
+        arm_names, known = declared.get(eid, (set(), False))
+        why = None
+        if not known:
+            why = "the registration declares no allocation, so a change cannot be stratified"
+        elif set(values) != arm_names:
+            why = f"allocation names {sorted(values)} but the registered arms are {sorted(arm_names)}"
+        elif not all(np.isfinite(v) and v > 0 for v in values.values()) or abs(sum(values.values()) - 1) > 1e-6:
+            why = f"shares must be positive and sum to 1, got {values}"
+        elif eid in registered and at <= registered[eid]:
+            why = "a change must come after the registration"
+        if why:
+            bad.append((eid, at, text, why))
+            continue
+        rows.extend((eid, at, arm, share) for arm, share in values.items())
+    valid = pl.DataFrame(rows, schema=cols, orient="row")
+    invalid = pl.DataFrame(bad, schema={"experiment_id": pl.String, "at": pl.Datetime("us", "UTC"),
+                                        "allocation": pl.String, "why": pl.String}, orient="row")
+    return valid, invalid
+
+
