@@ -66,30 +66,37 @@ def test_every_experiment_is_a_partition_with_decision_interval_srm_and_plan(loo
 
 
 def test_sample_ratio_check_reports_the_look_just_taken(looked, monkeypatch):
-    # Re-take the first night after the later ones: the check must describe that look, not the newest as_of.
+    # Re-take the first night after the later ones: the check must describe that look, with named fields.
     monkeypatch.setenv("ZCL_LANDING_DIR", str(looked.landing))
     monkeypatch.setenv("ZCL_WAREHOUSE", str(looked.warehouse))
     monkeypatch.setenv("DAGSTER_HOME", str(looked.home))
     with dg.DagsterInstance.from_config(str(looked.home)) as instance:
         results = run_night(instance, NIGHTS[0])
         assert results and all(r.success for r in results)
-        evaluation = next(e for e in results[-1].get_asset_check_evaluations() if e.check_name == "sample_ratio")
+        first = _sample_ratio(results[-1])
         with duckdb.connect(str(looked.warehouse), read_only=True) as con:
             expected = con.execute(
-                "SELECT as_of, experiment_id, treatment_arm, srm_units_control, srm_units_treatment FROM experiment_analysis "
-                "WHERE is_primary AND srm_sequential_p < ? ORDER BY as_of", [srm_threshold()]
+                "SELECT experiment_id, treatment_arm, srm_units_control, srm_units_treatment FROM experiment_analysis "
+                "WHERE is_primary AND srm_sequential_p < ? AND as_of = ? ORDER BY srm_sequential_p",
+                [srm_threshold(), NIGHTS[0]],
             ).fetchall()
         # Restore the newest night's look for the other tests of this session.
         assert all(r.success for r in run_night(instance, NIGHTS[-1]))
-    first = [r for r in expected if r[0].isoformat() == NIGHTS[0]]
-    newest = [r for r in expected if r[0].isoformat() == NIGHTS[-1]]
-    assert first and newest and first[0][3] != newest[0][3]  # the units differ between the two looks
-    assert not evaluation.passed
-    assert evaluation.metadata["as_of"].value == NIGHTS[0]
-    examples = evaluation.metadata["examples"].value
-    assert [c.name for c in examples.schema.columns][:3] == ["experiment_id", "treatment_arm", "units_control"]
-    assert [(r.data["experiment_id"], r.data["treatment_arm"], r.data["units_control"], r.data["units_treatment"])
-            for r in examples.records] == [tuple(r[1:]) for r in first]
+    last = _sample_ratio(looked.results[NIGHTS[-1]])
+    assert not first.passed and expected
+    assert first.metadata["as_of"].value == NIGHTS[0] and last.metadata["as_of"].value == NIGHTS[-1]
+    examples = first.metadata["examples"].value
+    assert [c.name for c in examples.schema.columns][:4] == ["experiment_id", "treatment_arm", "units_control", "units_treatment"]
+    rows = [(r.data["experiment_id"], r.data["treatment_arm"], r.data["units_control"], r.data["units_treatment"])
+            for r in examples.records]
+    assert rows == [tuple(r) for r in expected]
+    newest = {(r.data["experiment_id"], r.data["treatment_arm"]): r.data["units_control"]
+              for r in last.metadata["examples"].value.records}
+    assert newest[(SRM_EXPERIMENT, "treatment")] > dict(((e, a), u) for e, a, u, _ in rows)[(SRM_EXPERIMENT, "treatment")]
+
+
+def _sample_ratio(result) -> dg.AssetCheckEvaluation:
+    return next(e for e in result.get_asset_check_evaluations() if e.check_name == "sample_ratio")
 
 
 def test_one_page_can_be_redrawn_from_the_ui(looked):
