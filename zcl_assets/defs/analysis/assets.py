@@ -248,3 +248,17 @@ def knowledge_records(context: dg.AssetExecutionContext, warehouse: Warehouse) -
                 "experiment_id", "treatment_arm", "claim", "look_as_of", "supersedes", "statement").head(30))),
         }
     )
+
+
+def materialized_look(instance: dg.DagsterInstance) -> str | None:
+    """The UTC day (``YYYY-MM-DD``) of the look last materialized by ``experiment_analysis``.
+
+    Checks and reports downstream of the look read this, so that they describe the look just
+    taken, not the newest ``as_of`` in the table (a re-run of an earlier night is not the newest).
+    None before the first look.
+    """
+    event = instance.get_latest_materialization_event(experiment_analysis.key)
+    if event is None or event.asset_materialization is None:
+        return None
+    value = event.asset_materialization.metadata.get("as_of")
+    return getattr(value, "value", value) or None
