@@ -27,6 +27,7 @@ SCHEMA_FILES: tuple[str, ...] = (
     "create_landing_manifest",
     "create_pending_days",
     "create_staging_state",
+    "create_derived_state",
     "create_quarantine",
 )
 # The analysis tables (experiment_plans, experiment_analysis, knowledge_records) are created

@@ -31,27 +31,32 @@ WITH registered AS (
     FROM unit_first u LEFT JOIN segment_bounds b
       ON b.experiment_id = u.experiment_id AND b.starts_at <= u.first_assigned_at
     GROUP BY ALL
+), measured AS (
+    -- one row per analysed (observation, metric): each metric read only where it is analysed
+    SELECT a.*, am.metric, am.resolution,
+           CASE am.metric WHEN 'success' THEN a.success
+                          WHEN 'time_minutes' THEN least(a.time_minutes, coalesce(a.cap_time, a.time_minutes))
+                          WHEN 'tokens' THEN least(a.tokens, coalesce(a.cap_tokens, a.tokens))
+                          WHEN 'score' THEN a.score END AS value
+    FROM assigned a JOIN analysed_metrics am ON am.experiment_id = a.experiment_id
+    WHERE a.verified AND a.recorded_at < $as_of_end
 ), observed AS (
-    SELECT a.experiment_id, a.arm, a.unit, m.metric,
-           CAST(round(m.value / am.resolution) AS HUGEINT) AS y,
-           CAST(greatest(a.assigned_at, a.recorded_at) AS DATE) AS day,
-           am.resolution
-    FROM assigned a
-    CROSS JOIN LATERAL (VALUES
-        ('success', a.success),
-        ('time_minutes', least(a.time_minutes, coalesce(a.cap_time, a.time_minutes))),
-        ('tokens', least(a.tokens, coalesce(a.cap_tokens, a.tokens))),
-        ('score', a.score)) AS m(metric, value)
-    JOIN analysed_metrics am ON am.experiment_id = a.experiment_id AND am.metric = m.metric
-    WHERE a.verified AND a.recorded_at < $as_of_end AND m.value IS NOT NULL
+    SELECT experiment_id, arm, unit, metric,
+           CAST(round(value / resolution) AS HUGEINT) AS y,
+           CAST(greatest(assigned_at, recorded_at) AS DATE) AS day,
+           resolution
+    FROM measured WHERE value IS NOT NULL
 ), unit_day AS (
     SELECT experiment_id, arm, unit, metric, day, any_value(resolution) AS resolution,
            sum(y) AS dy, CAST(count(*) AS HUGEINT) AS dm
     FROM observed GROUP BY experiment_id, arm, unit, metric, day
+), repeated AS (
+    -- units observed on more than one day: only their paths need windows over days
+    SELECT experiment_id, arm, unit, metric FROM unit_day GROUP BY ALL HAVING count(*) > 1
 ), unit_path AS (
     SELECT *,
            sum(dy) OVER w AS y_now, sum(dm) OVER w AS m_now
-    FROM unit_day
+    FROM unit_day SEMI JOIN repeated USING (experiment_id, arm, unit, metric)
     WINDOW w AS (PARTITION BY experiment_id, arm, unit, metric ORDER BY day ROWS UNBOUNDED PRECEDING)
 ), unit_state AS (
     SELECT *, CAST(round(y_now * 1000000 / m_now) AS HUGEINT) AS v_now  -- exact HUGEINT, rounded mean
@@ -66,6 +71,14 @@ WITH registered AS (
            s.y_now * s.m_now - coalesce(lag(s.y_now * s.m_now) OVER w, 0) AS dym
     FROM unit_state s JOIN unit_segment g USING (experiment_id, unit)
     WINDOW w AS (PARTITION BY s.experiment_id, s.arm, s.unit, s.metric ORDER BY s.day)
+    UNION ALL
+    -- a unit seen on one day: its change is its whole state (the same figures, without windows)
+    SELECT d.experiment_id, d.arm, d.metric, g.segment, d.day, d.resolution,
+           1 AS dn, v.v_now AS dv, v.v_now * v.v_now AS dv2,
+           d.dy, d.dy * d.dy AS dy2, d.dm, d.dm * d.dm AS dm2, d.dy * d.dm AS dym
+    FROM unit_day d ANTI JOIN repeated USING (experiment_id, arm, unit, metric)
+    JOIN unit_segment g USING (experiment_id, unit)
+    CROSS JOIN LATERAL (SELECT CAST(round(d.dy * 1000000 / d.dm) AS HUGEINT) AS v_now) v
 ), arm_day AS (
     SELECT experiment_id, arm, metric, segment, day, any_value(resolution) AS resolution,
            sum(dn) AS dn, sum(dv) AS dv, sum(dv2) AS dv2, sum(dy) AS dy, sum(dy2) AS dy2,

@@ -6,16 +6,24 @@
 -- Unit rules are aggregated only over the experiments they apply to, by GROUP BY (not by
 -- windows over every row), so session-randomized experiments pay nothing for them.
 CREATE OR REPLACE TEMP TABLE experience_candidates AS
-WITH verified AS (
-    -- the latest authoritative outcome of each session (ties: evaluator id, then version)
-    SELECT * EXCLUDE (k) FROM (
-        SELECT session_id, evaluator_kind, evaluator_id, evaluator_version, recorded_at, success, time_minutes, tokens, score,
-               row_number() OVER (PARTITION BY session_id ORDER BY recorded_at DESC, evaluator_id, evaluator_version) AS k
-        FROM verification_records WHERE authoritative
-    ) WHERE k = 1
-), outcome_counts AS (
+WITH outcome_counts AS (
     SELECT session_id, count(*) AS outcomes, count(*) FILTER (WHERE authoritative) AS authoritative_outcomes
     FROM verification_records GROUP BY ALL
+), verified AS (
+    -- the latest authoritative outcome of each session (ties: evaluator id, then version);
+    -- only sessions with several authoritative outcomes need the ordering
+    SELECT v.session_id, v.evaluator_kind, v.evaluator_id, v.evaluator_version, v.recorded_at, v.success,
+           v.time_minutes, v.tokens, v.score
+    FROM verification_records v SEMI JOIN (SELECT session_id FROM outcome_counts WHERE authoritative_outcomes = 1) USING (session_id)
+    WHERE v.authoritative
+    UNION ALL
+    SELECT * EXCLUDE (k) FROM (
+        SELECT v.session_id, v.evaluator_kind, v.evaluator_id, v.evaluator_version, v.recorded_at, v.success,
+               v.time_minutes, v.tokens, v.score,
+               row_number() OVER (PARTITION BY v.session_id ORDER BY v.recorded_at DESC, v.evaluator_id, v.evaluator_version) AS k
+        FROM verification_records v SEMI JOIN (SELECT session_id FROM outcome_counts WHERE authoritative_outcomes > 1) USING (session_id)
+        WHERE v.authoritative
+    ) WHERE k = 1
 ), joined AS (
     SELECT a.experiment_id, e.org_id, e.task_type, e.randomization_unit, e.sessions_per_unit,
            e.control_arm, a.session_id, a.unit_id, a.arm, a.assigned_at,

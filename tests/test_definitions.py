@@ -15,6 +15,7 @@ def test_code_location_loads_with_its_assets_checks_jobs_and_schedule():
                  "knowledge_records"}
     expected |= {"admission_states", "funnel_stage_counts", "information_yield", "exploration_share",
                  "experience_gain_by_task", "experience_gain", "loop_health"}
+    expected |= {"analysis_report", "experiment_report"}
     assert keys == expected
 
     checks = {(c.asset_key.to_user_string(), c.name) for c in graph.asset_check_keys}
@@ -38,6 +39,6 @@ def test_every_asset_has_group_kinds_and_description():
     graph = defs().resolve_asset_graph()
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
-        assert node.group_name in {"landing", "staging", "experience", "analysis", "funnel"}, key
+        assert node.group_name in {"landing", "staging", "experience", "analysis", "funnel", "reports"}, key
         assert node.kinds, key
         assert node.description, key

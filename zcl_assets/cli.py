@@ -221,16 +221,26 @@ def run_command(obj, as_of: str | None) -> None:
 
 
 @main.command("report")
-@click.option("--as-of", default=None, help="Look to show (YYYY-MM-DD) [default: the latest].")
+@click.option("--as-of", default=None, help="Show each experiment's latest look on or before this day (YYYY-MM-DD) [default: its latest].")
+@click.option("--experiment", "experiments", multiple=True, metavar="ID", help="Only this experiment (repeatable); shows its details.")
+@click.option("--org", "orgs", multiple=True, metavar="ID", help="Only this organization (repeatable).")
+@click.option("--all-metrics", is_flag=True, help="Details also show metrics that are neither primary nor guardrail.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Also write one self-contained HTML page with every experiment and its plots to FILE.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON.")
 @click.pass_obj
-def report_command(obj, as_of: str | None, as_json: bool) -> None:
-    """Per experiment and comparison: units and successes (or mean and variance) per arm, difference,
-    95% interval, p-value with its test, planned sample per arm."""
-    _print_report(obj["warehouse"], as_of, as_json)
+def report_command(obj, as_of: str | None, experiments: tuple[str, ...], orgs: tuple[str, ...], all_metrics: bool,
+                   html_file: str | None, as_json: bool) -> None:
+    """Each experiment's latest look, what needs attention first: decision, per-arm figures, the deciding
+    confidence sequence beside the descriptive interval and test (each with its method), SRM, progress to
+    the planned sample; at most 120 columns wide."""
+    _print_report(obj["warehouse"], as_of, as_json, experiments=experiments, orgs=orgs, all_metrics=all_metrics,
+                  html_file=html_file)
 
 
-def _print_report(warehouse: Path, as_of: str | None, as_json: bool, after_run: bool = False) -> None:
+def _print_report(warehouse: Path, as_of: str | None, as_json: bool, after_run: bool = False,
+                  experiments: tuple[str, ...] = (), orgs: tuple[str, ...] = (), all_metrics: bool = False,
+                  html_file: str | None = None) -> None:
     from resources import Warehouse
 
     if as_of is not None:
@@ -238,21 +248,37 @@ def _print_report(warehouse: Path, as_of: str | None, as_json: bool, after_run: 
             dt.date.fromisoformat(as_of)
         except ValueError as exc:
             raise click.BadParameter(f"{as_of!r} is not a date of the form YYYY-MM-DD ({exc})", param_hint="--as-of") from exc
-    from zcl_assets.reports.summary import look_summary, render_summary
+    from zcl_assets.reports.experiments import load_views
+    from zcl_assets.reports.funnel import funnel_section, render_funnel_section
+    from zcl_assets.reports.summary import look_summary
+    from zcl_assets.reports.text import fit, render_report
 
+    registered = None
     try:
         with Warehouse(path=str(warehouse)).connect(read_only=True) as con:
             registered = con.execute("SELECT count(*) FROM staged_experiments").fetchone()[0] if after_run else None
-            summary = look_summary(con, as_of)
+            views = load_views(con, as_of, experiment_ids=experiments, org_ids=orgs)
+            summary = look_summary(con, as_of) if as_json else None
+            funnel = render_funnel_section(funnel_section(con)) if not as_json and not (experiments or orgs) else ""
     except (FileNotFoundError, LookupError) as exc:
         if after_run and not registered:
             click.echo(f"no experiment is registered yet, so the look as of {as_of} has nothing to analyse")
             return
         raise click.ClickException(str(exc)) from exc
+    if html_file:
+        from zcl_assets.reports.html import plot_all, render_html
+
+        Path(html_file).write_text(render_html(views, plot_all(views)), encoding="utf-8")
+        click.echo(f"wrote {html_file}: {len(views)} experiments with their plots", err=as_json)
     if as_json:
+        keep = {v.experiment_id for v in views}
+        summary["experiments"] = [e for e in summary["experiments"] if e["experiment_id"] in keep]
         click.echo(json.dumps(summary, indent=2, default=str))
     else:
-        click.echo(render_summary(summary))
+        details = [v.experiment_id for v in views] if experiments else None
+        click.echo(render_report(views, details=details, all_metrics=all_metrics))
+        if funnel:
+            click.echo("\n" + fit(funnel))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,20 +3,26 @@
 -- repeated-failure rate = verified failures whose previous verified session of the same user
 -- and task type also failed / verified failures (NULL without verified failures).
 CREATE OR REPLACE TABLE loop_health AS
-WITH latest AS (
+WITH counted AS (
+    SELECT session_id, count(*) FILTER (WHERE authoritative) AS authoritative_outcomes FROM verification_records GROUP BY ALL
+), latest AS (
+    -- the latest authoritative outcome of each session; only sessions with several need the ordering
+    SELECT v.session_id, v.success FROM verification_records v
+    SEMI JOIN (SELECT session_id FROM counted WHERE authoritative_outcomes = 1) USING (session_id)
+    WHERE v.authoritative
+    UNION ALL
     SELECT session_id, success FROM (
-        SELECT session_id, success,
-               row_number() OVER (PARTITION BY session_id ORDER BY recorded_at DESC, evaluator_id, evaluator_version) AS k
-        FROM verification_records WHERE authoritative
+        SELECT v.session_id, v.success,
+               row_number() OVER (PARTITION BY v.session_id ORDER BY v.recorded_at DESC, v.evaluator_id, v.evaluator_version) AS k
+        FROM verification_records v SEMI JOIN (SELECT session_id FROM counted WHERE authoritative_outcomes > 1) USING (session_id)
+        WHERE v.authoritative
     ) WHERE k = 1
-), judged AS (
-    SELECT DISTINCT session_id FROM verification_records
 ), sessions AS (
     SELECT s.session_id, s.org_id, s.user_id, s.task_type, s.started_at,
            CAST(date_trunc('week', s.started_at) AS DATE) AS week,
            j.session_id IS NOT NULL AS has_outcome, l.session_id IS NOT NULL AS verified, l.success
     FROM staged_sessions s
-    LEFT JOIN judged j USING (session_id)
+    LEFT JOIN counted j USING (session_id)
     LEFT JOIN latest l USING (session_id)
 ), sequenced AS (
     SELECT session_id,

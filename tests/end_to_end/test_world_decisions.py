@@ -10,6 +10,7 @@ is fixed.
 from __future__ import annotations
 
 import json
+import re
 
 import dagster as dg
 import duckdb
@@ -152,7 +153,10 @@ def test_the_report_leads_with_the_decision(world):
     first = summary["experiments"][0]["comparisons"][0]
     assert list(first)[:5] == ["decision", "decision_reason", "cs_low", "cs_high", "cs_p_adjusted"]
     text = CliRunner().invoke(main, ["--warehouse", str(warehouse), "report", "--as-of", AS_OF]).output
-    assert text.splitlines()[1].startswith("decision") and "why:" in text
+    # Every overview row starts with its decision; every detail block leads with the decision and its reason.
+    header = next(line for line in text.splitlines() if "CS (decides)" in line)
+    assert header.startswith("decision ")
+    assert re.search(r"^  Decision: \w+ \(", text, flags=re.MULTILINE)
 
 
 def test_a_rerun_of_the_same_look_is_bit_identical(world):
@@ -164,5 +168,5 @@ def test_a_rerun_of_the_same_look_is_bit_identical(world):
         with duckdb.connect(str(warehouse), read_only=True) as con:
             con.execute("SET TimeZone = 'UTC'")
             con.execute(f"SET threads = {threads}")
-            frames.append(take_look(con, AS_OF))
+            frames.append(take_look(con, AS_OF, reuse=False))
     assert frames[0].height > 0 and frames[0].equals(frames[1], null_equal=True)

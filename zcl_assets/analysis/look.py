@@ -19,11 +19,13 @@ import datetime as dt
 import duckdb
 import polars as pl
 
+from resources.warehouse import transaction
 from sql import load_sql
 from zcl_assets.analysis.design import comparisons
 from zcl_assets.analysis.engine import STAT_COLUMNS, LookInputs, analyse
 from zcl_assets.analysis.metrics import CATALOGUE, metric_spec
 from zcl_assets.analysis.registration import allocation_changes, decode_arms
+from zcl_assets.ingest.versions import input_fingerprint
 
 UTC = dt.timezone.utc
 TS = pl.Datetime("us", "UTC")
@@ -128,7 +130,7 @@ def nights(
     ).sort("experiment_id", "as_of")
 
 
-def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = False) -> LookInputs:
+def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = False, reuse: bool = True) -> LookInputs:
     """The frames of one pass of looks as of ``as_of`` (see the module docstring).
 
     Args:
@@ -136,6 +138,8 @@ def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = F
         as_of: the night asked for (``YYYY-MM-DD``).
         only_night: compute the night ``as_of`` alone (the path is still evaluated for rule
             1); by default every night of every experiment is computed (and rewritten).
+        reuse: reuse the stored aggregates when nothing changed (see :func:`_aggregates`);
+            False aggregates again.
     """
     params = {"as_of_end": look_end(as_of)}
     registrations = con.execute(load_sql("select_registrations")).pl()
@@ -156,20 +160,9 @@ def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = F
         "source_table", "stage", "partition_day",
         *[pl.col("record").str.json_path_match(f"$.{k}").alias(k) for k in ("experiment_id", "session_id", "metric")],
     )  # a malformed record (not JSON) has no keys: it belongs to no experiment
-    con.register("analysed_metrics", analysed)
-    con.register("segment_bounds", seg_bounds)
-    con.register("epoch_bounds", epoch_bounds)
-    con.register("quarantined_keys", keys)
-    try:
-        unit_stats = con.execute(load_sql("aggregate_unit_statistics"), params).pl()
-        assigned = con.execute(load_sql("count_assigned_units"), params).pl()
-        violations = con.execute(load_sql("count_contract_violations"), params).pl()
-        drift = con.execute(load_sql("find_control_drift"), params).pl()
-        both = con.execute(load_sql("count_users_in_both_arms"), params).pl()
-        first = con.execute(load_sql("select_first_assignments"), params).pl()
-    finally:
-        for name in ("analysed_metrics", "segment_bounds", "epoch_bounds", "quarantined_keys"):
-            con.unregister(name)
+    unit_stats, assigned, violations, drift, both, first = _aggregates(
+        con, params, {"analysed_metrics": analysed, "segment_bounds": seg_bounds, "epoch_bounds": epoch_bounds,
+                      "quarantined_keys": keys}, reuse)
     binary = pl.col("metric").replace_strict({m: spec.binary for m, spec in CATALOGUE.items()}, default=False,
                                              return_dtype=pl.Boolean)
     snap_stats = snapshots.with_columns(binary.alias("binary")).select(
@@ -204,11 +197,69 @@ def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = F
     )
 
 
-def take_looks(con: duckdb.DuckDBPyConnection, as_of: str) -> pl.DataFrame:
+AGGREGATES: tuple[str, ...] = (
+    "aggregate_unit_statistics", "count_assigned_units", "count_contract_violations", "find_control_drift",
+    "count_users_in_both_arms", "select_first_assignments",
+)
+"""The SQL aggregates a pass of looks reads, in the order :func:`_aggregates` returns them."""
+
+
+def _aggregates(con: duckdb.DuckDBPyConnection, params: dict, frames: dict[str, pl.DataFrame], reuse: bool = True) -> list[pl.DataFrame]:
+    """The frames of ``AGGREGATES`` as of ``params["as_of_end"]``, reused when nothing changed.
+
+    The queries read only data with event times before the look's end. When the staged data,
+    the registered frames and the SQL are those of the last pass (same fingerprint) and all
+    data lies before that pass's end (every event time is before the day after the last
+    landed day), a later end filters nothing more, so the stored frames are the answer: a
+    night with nothing newly landed does not aggregate everything again. On a read-only
+    connection the frames are computed and not stored.
+    """
+    texts = [load_sql(name) for name in AGGREGATES]
+    digests = [str(frame.hash_rows(seed=0).sum()) + str(frame.shape) + str(frame.schema) for frame in frames.values()]
+    fingerprint = input_fingerprint(con, *texts, *digests)
+    end = params["as_of_end"]
+    data_end = con.execute(
+        "SELECT max(partition_day) + INTERVAL 1 DAY FROM landing_manifest WHERE superseded_at IS NULL").fetchone()[0]
+    state = con.execute("SELECT fingerprint, covers_until FROM internal.look_cache_state").fetchall() \
+        if _has_table(con, "internal", "look_cache_state") else []
+    if reuse and state and state[0][0] == fingerprint and data_end is not None and _utc(data_end) <= state[0][1] <= end:
+        return [con.execute(f"SELECT * FROM internal.look_cache_{name}").pl() for name in AGGREGATES]
+    for name, frame in frames.items():
+        con.register(name, frame)
+    try:
+        results = [con.execute(text, params).pl() for text in texts]
+    finally:
+        for name in frames:
+            con.unregister(name)
+    if _writable(con):
+        with transaction(con, **{f"result_{i}": r for i, r in enumerate(results)}):
+            for i, name in enumerate(AGGREGATES):
+                con.execute(f"CREATE OR REPLACE TABLE internal.look_cache_{name} AS SELECT * FROM result_{i}")
+            con.execute("CREATE OR REPLACE TABLE internal.look_cache_state AS SELECT CAST($f AS VARCHAR) AS fingerprint, "
+                        "CAST($end AS TIMESTAMPTZ) AS covers_until", {"f": fingerprint, "end": end})
+    return results
+
+
+def _writable(con: duckdb.DuckDBPyConnection) -> bool:
+    return not con.execute("SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+                            [schema, table]).fetchone()[0])
+
+
+def _utc(moment) -> dt.datetime:
+    if isinstance(moment, dt.datetime):
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return dt.datetime.combine(moment, dt.time(), tzinfo=UTC)
+
+
+def take_looks(con: duckdb.DuckDBPyConnection, as_of: str, reuse: bool = True) -> pl.DataFrame:
     """Every night of every experiment up to ``as_of``, recomputed from the staged data."""
-    return analyse(read_inputs(con, as_of))
+    return analyse(read_inputs(con, as_of, reuse=reuse))
 
 
-def take_look(con: duckdb.DuckDBPyConnection, as_of: str) -> pl.DataFrame:
+def take_look(con: duckdb.DuckDBPyConnection, as_of: str, reuse: bool = True) -> pl.DataFrame:
     """The look of one night only (the rows of ``as_of``)."""
-    return analyse(read_inputs(con, as_of, only_night=True))
+    return analyse(read_inputs(con, as_of, only_night=True, reuse=reuse))

@@ -14,7 +14,9 @@ from resources import LandingStore, Warehouse
 from zcl_assets.ingest.changes import changed_tables, tables_to_stage
 
 INGEST = dg.AssetSelection.groups("landing", "staging") - dg.AssetSelection.assets("landing_inventory")
-ANALYSIS = dg.AssetSelection.groups("experience", "analysis", "funnel") | dg.AssetSelection.assets("landing_inventory")
+ANALYSIS = dg.AssetSelection.groups("experience", "analysis", "funnel") | dg.AssetSelection.assets(
+    "landing_inventory", "analysis_report"
+)
 
 nightly_job = dg.define_asset_job(
     "nightly_job",
@@ -53,9 +55,10 @@ def _analysis_keys() -> list[dg.AssetKey]:
     from zcl_assets.defs.experience_gain.assets import experience_gain, loop_health
     from zcl_assets.defs.funnel.assets import exploration_share, funnel
     from zcl_assets.defs.ingest.assets import landing_inventory
+    from zcl_assets.defs.reports.assets import analysis_report
 
     nightly = (landing_inventory, assets.verification_records, assets.experience, assets.experiment_plans,
-               assets.experiment_analysis, assets.knowledge_records)
+               assets.experiment_analysis, assets.knowledge_records, analysis_report)
     return [a.key for a in nightly] + [*funnel.keys, *experience_gain.keys, loop_health.key, exploration_share.key]
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
+from contracts.evaluation import load_evaluation_contracts
 from resources.warehouse import transaction
 from sql import load_sql
 from zcl_assets.experience_gain.gain import pool_gains, task_gain
+from zcl_assets.ingest.versions import built_at, input_fingerprint, record_built
 
 BY_TASK_SCHEMA = {
     "org_id": pl.String, "task_type": pl.String, "experiment_id": pl.String, "metric": pl.String, "direction": pl.String,
@@ -90,7 +92,11 @@ def build_experience_gain(con: duckdb.DuckDBPyConnection, alpha: float = 0.05) -
 
 
 def build_loop_health(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """Rebuild ``loop_health`` (per organization and week); returns its rows."""
-    with transaction(con):
-        con.execute(load_sql("experience_gain/create_loop_health"))
+    """Rebuild ``loop_health`` (per organization and week) unless its inputs are unchanged; returns its rows."""
+    contracts = [f"{c.source}:{','.join(c.authoritative_kinds)}" for c in load_evaluation_contracts()]
+    fingerprint = input_fingerprint(con, load_sql("experience_gain/create_loop_health"), load_sql("create_verification_records"), *contracts)
+    if built_at(con, "loop_health", fingerprint, "loop_health") is None:
+        with transaction(con):
+            con.execute(load_sql("experience_gain/create_loop_health"))
+            record_built(con, "loop_health", fingerprint)
     return con.execute("SELECT * FROM loop_health ORDER BY org_id, week").pl()

@@ -136,15 +136,31 @@ def parquet_columns(con: duckdb.DuckDBPyConnection, file: ArchivedFile) -> tuple
     return tuple((name, column_type) for name, column_type, *_ in rows)
 
 
-def parquet_relation(files: list[ArchivedFile]) -> str:
-    """SQL relation stacking Parquet files of one schema, with lineage columns."""
-    parts = [
-        f"SELECT DATE {sql_literal(f.partition_day)} AS __partition_day, {sql_literal(f.source_file)} AS __source_file, "
-        f"CAST(file_row_number + 1 AS BIGINT) AS __source_row, * EXCLUDE (file_row_number) "
-        f"FROM read_parquet({sql_literal(str(f.path))}, file_row_number = true)"
-        for f in files
-    ]
-    return "(" + "\nUNION ALL ".join(parts) + ")"
+def parquet_relation(files: list[ArchivedFile], columns: tuple[tuple[str, str], ...] = ()) -> str:
+    """SQL relation stacking Parquet files of one schema, with lineage columns.
+
+    One ``read_parquet`` over the list (DuckDB reads the files in parallel), its virtual
+    ``filename`` and ``file_row_number`` columns mapped to the lineage; files that hold
+    columns of those names are read one by one instead.
+    """
+    if any(name in ("filename", "file_row_number") for name, _ in columns):
+        parts = [
+            f"SELECT DATE {sql_literal(f.partition_day)} AS __partition_day, {sql_literal(f.source_file)} AS __source_file, "
+            f"CAST(file_row_number + 1 AS BIGINT) AS __source_row, * EXCLUDE (file_row_number) "
+            f"FROM read_parquet({sql_literal(str(f.path))}, file_row_number = true)"
+            for f in files
+        ]
+        return "(" + "\nUNION ALL ".join(parts) + ")"
+    paths = "[" + ", ".join(sql_literal(str(f.path)) for f in files) + "]"
+    lineage = ", ".join(
+        f"({sql_literal(str(f.path))}, DATE {sql_literal(f.partition_day)}, {sql_literal(f.source_file)})" for f in files
+    )
+    return (
+        f"(SELECT f.__partition_day, f.__source_file, CAST(p.file_row_number + 1 AS BIGINT) AS __source_row, "
+        f"p.* EXCLUDE (filename, file_row_number) "
+        f"FROM read_parquet({paths}, filename = true, file_row_number = true) p "
+        f"JOIN (VALUES {lineage}) AS f(__path, __partition_day, __source_file) ON f.__path = p.filename)"
+    )
 
 
 def count_rows(con: duckdb.DuckDBPyConnection, file: ArchivedFile) -> int:

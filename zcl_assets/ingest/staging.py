@@ -237,7 +237,7 @@ def _build_candidates(con: duckdb.DuckDBPyConnection, table: str, files: list[Ar
             columns = tuple((c, "VARCHAR") for c in csv_all.columns if not c.startswith("__"))
             statements.append((candidate_select(contract, Source("text", "csv_rows", columns)), {"csv_rows": as_batches(csv_all)}))
     for columns, group in parquet_groups.items():
-        statements.append((candidate_select(contract, Source("native", parquet_relation(group), columns)), {}))
+        statements.append((candidate_select(contract, Source("native", parquet_relation(group, columns), columns)), {}))
     first = True
     for sql, frames in statements:
         for name, frame in frames.items():

@@ -1,6 +1,7 @@
 """Nightly assets: verification records, the experience fact table, frozen plans, the look, knowledge."""
 
 import datetime as dt
+import json
 
 import dagster as dg
 import polars as pl
@@ -20,6 +21,7 @@ from zcl_assets.analysis.registration import (
     refusal_quarantine,
 )
 from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS, EXPERIMENT_PLANS, KNOWLEDGE_RECORDS
+from zcl_assets.ingest.versions import built_at, input_fingerprint, record_built
 from zcl_assets.reports.markdown import markdown_table
 
 STAGED = [dg.AssetKey(f"staged_{t}") for t in ("experiments", "sessions", "assignments", "outcomes")]
@@ -53,9 +55,13 @@ def verification_records(context: dg.AssetExecutionContext, warehouse: Warehouse
         }
     )
     with warehouse.connect() as con:
-        with transaction(con, evaluation_contracts_batch=batch):
-            con.execute(load_sql("create_evaluation_contracts"))
-            con.execute(load_sql("create_verification_records"))
+        fingerprint = input_fingerprint(con, json.dumps(batch.to_dicts()), load_sql("create_verification_records"))
+        kept = built_at(con, "verification_records", fingerprint, "verification_records")
+        if kept is None:
+            with transaction(con, evaluation_contracts_batch=batch):
+                con.execute(load_sql("create_evaluation_contracts"))
+                con.execute(load_sql("create_verification_records"))
+                record_built(con, "verification_records", fingerprint)
         counts = con.execute(
             "SELECT evaluator_kind, authoritative, count(*) AS outcomes FROM verification_records GROUP BY ALL ORDER BY ALL"
         ).pl()
@@ -64,6 +70,8 @@ def verification_records(context: dg.AssetExecutionContext, warehouse: Warehouse
             "dagster/row_count": int(counts.get_column("outcomes").sum() or 0),
             "authoritative": int(counts.filter(pl.col("authoritative")).get_column("outcomes").sum() or 0),
             "by_kind": dg.MetadataValue.md(markdown_table(counts)),
+            "rebuilt": kept is None,
+            "inputs_unchanged_since": str(kept) if kept else "",
         }
     )
 
@@ -79,20 +87,30 @@ def experience(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.Ma
     outcome. Assignments whose session is missing or delivered another arm, units assigned to several
     arms or contaminated by such a row (user-randomized), and repeated units of unit-level experiments
     go to `quarantine` (stage `experience`) with the rule and reason."""
+    code = [load_sql(n) for n in ("create_verification_records", "select_experience_candidates", "create_experience",
+                                  "insert_experience_quarantine")]
     with warehouse.connect() as con:
-        with transaction(con):
-            con.execute(load_sql("select_experience_candidates"))
-            con.execute(load_sql("create_experience"))
-            con.execute(load_sql("delete_experience_quarantine"))
-            con.execute(load_sql("insert_experience_quarantine"))
-        by_rule = con.execute(
-            "SELECT coalesce(exclusion, 'kept') AS rule, count(*) AS rows FROM experience_candidates GROUP BY ALL ORDER BY ALL"
+        fingerprint = input_fingerprint(con, *code, *(c.source + ":" + ",".join(c.authoritative_kinds)
+                                                      for c in load_evaluation_contracts()))
+        unchanged_since = built_at(con, "experience", fingerprint, "experience")
+        if unchanged_since is None:
+            with transaction(con):
+                con.execute(load_sql("select_experience_candidates"))
+                con.execute(load_sql("create_experience"))
+                con.execute(load_sql("delete_experience_quarantine"))
+                con.execute(load_sql("insert_experience_quarantine"))
+                record_built(con, "experience", fingerprint)
+        excluded = con.execute(
+            "SELECT rule, count(*) AS rows FROM quarantine WHERE stage = 'experience' GROUP BY ALL ORDER BY ALL"
         ).pl()
         kept = con.execute("SELECT count(*) FROM experience").fetchone()[0]
+    by_rule = pl.concat([excluded, pl.DataFrame({"rule": ["kept"], "rows": [kept]})], how="vertical_relaxed")
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": int(kept),
             "assignments_by_rule": dg.MetadataValue.md(markdown_table(by_rule)),
+            "rebuilt": unchanged_since is None,
+            "inputs_unchanged_since": str(unchanged_since) if unchanged_since else "",
         }
     )
 
@@ -230,3 +248,17 @@ def knowledge_records(context: dg.AssetExecutionContext, warehouse: Warehouse) -
                 "experiment_id", "treatment_arm", "claim", "look_as_of", "supersedes", "statement").head(30))),
         }
     )
+
+
+def materialized_look(instance: dg.DagsterInstance) -> str | None:
+    """The UTC day (``YYYY-MM-DD``) of the look last materialized by ``experiment_analysis``.
+
+    Checks and reports downstream of the look read this, so that they describe the look just
+    taken, not the newest ``as_of`` in the table (a re-run of an earlier night is not the newest).
+    None before the first look.
+    """
+    event = instance.get_latest_materialization_event(experiment_analysis.key)
+    if event is None or event.asset_materialization is None:
+        return None
+    value = event.asset_materialization.metadata.get("as_of")
+    return getattr(value, "value", value) or None

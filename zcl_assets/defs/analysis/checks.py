@@ -4,7 +4,7 @@ import dagster as dg
 
 from resources import Warehouse
 from sql import load_sql
-from zcl_assets.defs.analysis.assets import experience, experiment_analysis
+from zcl_assets.defs.analysis.assets import experience, experiment_analysis, materialized_look
 from zcl_assets.stats.srm import SRM_ALPHA
 
 
@@ -22,16 +22,35 @@ def assignment_conservation(warehouse: Warehouse) -> dg.AssetCheckResult:
     )
 
 
+SRM_EXAMPLE_COLUMNS = (
+    dg.TableColumn("experiment_id", "string", description="experiment whose allocation check fires"),
+    dg.TableColumn("treatment_arm", "string", description="arm compared with the control arm"),
+    dg.TableColumn("units_control", "int", description="control units assigned up to the look"),
+    dg.TableColumn("units_treatment", "int", description="treatment units assigned up to the look"),
+    dg.TableColumn("srm_sequential_p", "float", description="anytime-valid SRM p-value (Lindon and Malek 2022)"),
+    dg.TableColumn("srm_chisquare_p", "float", description="chi-square goodness-of-fit p-value"),
+)
+
+
 @dg.asset_check(
     asset=experiment_analysis,
     description=f"Sample ratio on units matches the registered allocation, or stays constant when none was declared "
-    f"(sequential SRM p >= {SRM_ALPHA}, docs/statistics.md). A mismatch makes the experiment's decisions invalid.",
+    f"(sequential SRM p >= {SRM_ALPHA}, docs/statistics.md), in the look just taken. A mismatch makes the "
+    "experiment's decisions invalid.",
 )
-def sample_ratio(warehouse: Warehouse) -> dg.AssetCheckResult:
+def sample_ratio(context: dg.AssetCheckExecutionContext, warehouse: Warehouse) -> dg.AssetCheckResult:
+    as_of = materialized_look(context.instance)
     with warehouse.connect() as con:
-        rows = con.execute(load_sql("find_srm_comparisons"), {"threshold": SRM_ALPHA}).fetchall()
+        rows = con.execute(load_sql("find_srm_comparisons"), {"threshold": SRM_ALPHA, "as_of": as_of}).fetchall()
+    examples = [
+        dg.TableRecord({c.name: v for c, v in zip(SRM_EXAMPLE_COLUMNS, row)}) for row in rows[:20]
+    ]
     return dg.AssetCheckResult(
         passed=not rows,
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={"comparisons_with_srm": len(rows), "examples": dg.MetadataValue.json([list(map(str, r)) for r in rows[:20]])},
+        metadata={
+            "as_of": as_of or "no look materialized",
+            "comparisons_with_srm": len(rows),
+            "examples": dg.MetadataValue.table(examples, schema=dg.TableSchema(columns=list(SRM_EXAMPLE_COLUMNS))),
+        },
     )

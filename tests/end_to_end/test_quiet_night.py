@@ -1,0 +1,51 @@
+"""A night with nothing newly landed keeps the derived tables and the look's aggregates, and
+gives the same look as recomputing everything; a newly landed file makes them rebuilt."""
+
+import duckdb
+
+from zcl_assets.analysis.look import take_look
+from zcl_assets.runner import run_night
+from zcl_assets.simulation.sessions import simulate_sessions
+
+
+def _built(warehouse):
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return dict(con.execute("SELECT name, built_at FROM internal.derived_state").fetchall())
+
+
+def _rebuilt(result, asset):
+    (event,) = [e for e in result.get_asset_materialization_events() if e.asset_key.path[-1] == asset]
+    return event.materialization.metadata["rebuilt"].value
+
+
+def _stored_differs_from_recomputed(warehouse, as_of):
+    """Columns in which the stored look of ``as_of`` differs from one recomputed from scratch."""
+    with duckdb.connect(str(warehouse)) as con:
+        stored = con.execute(f"SELECT * FROM experiment_analysis WHERE as_of = DATE '{as_of}'").pl()
+        fresh = take_look(con, as_of, reuse=False)
+    assert stored.height == fresh.height > 0
+    compared = [c for c in fresh.columns if c != "analysed_at"]
+    keys = ["experiment_id", "metric", "treatment_arm"]
+    stored_rows = stored.select(compared).sort(keys)
+    fresh_rows = fresh.select(compared).cast(stored_rows.schema).sort(keys)
+    return [c for c in compared if not stored_rows.get_column(c).equals(fresh_rows.get_column(c), null_equal=True)]
+
+
+def test_a_quiet_night_reuses_what_did_not_change(pipeline_paths, instance):
+    landing, warehouse = pipeline_paths
+    simulate_sessions(landing, seed=8, start="2026-10-01", days=10, inject_dirty=False)
+    (first,) = run_night(instance, "2026-10-12")
+    assert first.success and _rebuilt(first, "experience") and _rebuilt(first, "verification_records")
+    built = _built(warehouse)
+
+    (quiet,) = run_night(instance, "2026-10-13")
+    assert quiet.success
+    assert not _rebuilt(quiet, "experience") and not _rebuilt(quiet, "verification_records")
+    assert _built(warehouse) == built
+    assert _stored_differs_from_recomputed(warehouse, "2026-10-13") == []
+
+    simulate_sessions(landing, seed=8, start="2026-10-01", days=12, inject_dirty=False)  # two more days land
+    (busy,) = run_night(instance, "2026-10-13")
+    assert busy.success and _rebuilt(busy, "experience") and _rebuilt(busy, "verification_records")
+    assert _built(warehouse)["experience"] > built["experience"]
+    assert _stored_differs_from_recomputed(warehouse, "2026-10-13") == []

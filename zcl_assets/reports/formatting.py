@@ -1,0 +1,150 @@
+"""Number and label formats shared by the text, HTML and Dagster renderings of an experiment.
+
+Examples:
+    >>> signed(0.07851)
+    '+0.0785'
+    >>> interval(-0.0123, 0.1447)
+    '[-0.0123, +0.145]'
+    >>> count(1402.0)
+    '1,402'
+    >>> share(0.8813)
+    '88.1%'
+    >>> signed(None)
+    'not computed'
+    >>> p_is(0.4321), p_is(1e-20)
+    ('p = 0.432', 'p < 1e-16')
+"""
+
+from __future__ import annotations
+
+import math
+
+from zcl_assets.reports.experiments import NOT_COMPUTED, Arm, ExperimentView
+from zcl_assets.reports.methods import method_name
+
+
+def _real(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def number(value: object, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits; infinities as words; None as "not computed"."""
+    if isinstance(value, float) and math.isinf(value):
+        return "+inf" if value > 0 else "-inf"
+    if not _real(value):
+        return NOT_COMPUTED
+    if value != 0 and abs(value) >= 10 ** digits:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
+def signed(value: object, digits: int = 3) -> str:
+    text = number(value, digits)
+    return "+" + text if _real(value) and value > 0 else text
+
+
+def interval(low: object, high: object, digits: int = 3) -> str:
+    if not (_real(low) and _real(high)):
+        return NOT_COMPUTED
+    return f"[{signed(low, digits)}, {signed(high, digits)}]"
+
+
+def percent_interval(low: object, high: object) -> str:
+    if not (_real(low) and _real(high)):
+        return NOT_COMPUTED
+    return f"[{low:+.1%}, {high:+.1%}]"
+
+
+def count(value: object) -> str:
+    if not _real(value):
+        return NOT_COMPUTED if value is None else ("unreachable" if value == float("inf") else str(value))
+    return f"{value:,.0f}"
+
+
+def share(value: object) -> str:
+    return f"{value:.1%}" if _real(value) else NOT_COMPUTED
+
+
+def p_value(value: object) -> str:
+    if not _real(value):
+        return NOT_COMPUTED
+    return "< 1e-16" if value < 1e-16 else f"{value:.3g}"
+
+
+def direction_words(direction: str | None) -> str:
+    """``higher is better``, ``lower is better`` or ``direction not registered``."""
+    return {"increase": "higher is better", "decrease": "lower is better"}.get(direction or "", "direction not registered")
+
+
+def arm_figure(arm: Arm, binary: bool) -> str:
+    """``523/1,027 = 50.9%`` for a binary metric, ``39.7 (sd 16.1)`` for a continuous one."""
+    if binary and arm.successes is not None and arm.units:
+        return f"{arm.successes:,}/{arm.units:,} = {arm.successes / arm.units:.1%}"
+    if arm.mean is None:
+        return NOT_COMPUTED
+    return f"{number(arm.mean, 4)} (sd {number(arm.sd)})"
+
+
+def is_binary(view: ExperimentView, metric: str) -> bool:
+    rows = view.comparisons.filter(view.comparisons["metric"] == metric)
+    return rows.height > 0 and rows.get_column("successes_control").null_count() == 0
+
+
+def p_is(value: object) -> str:
+    """``p = 0.43`` or ``p < 1e-16``: a p-value after its letter."""
+    text = p_value(value)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
+def srm_sentence(view: ExperimentView) -> str:
+    """SRM status with both tests named, e.g. ``SRM ok: sequential multinomial test (...) p = 0.43, ...``."""
+    if view.srm_status == NOT_COMPUTED:
+        return f"SRM {NOT_COMPUTED}"
+    tested = f"; tested for: {view.srm_test}" if view.srm_test else ""
+    return (
+        f"SRM {view.srm_status}: {method_name('srm_sequential', cite=True)} {p_is(view.srm_p)}, "
+        f"{method_name('srm_chisquare')} {p_is(view.srm_chisquare_p)}{tested}"
+    )
+
+
+def progress_sentence(view: ExperimentView) -> str:
+    """Progress to the planned sample and days left, e.g. ``73% of the planned 1,402 units per arm``."""
+    if not view.plan_reachable:
+        reason = view.plan_reason or "no plan"
+        plan = f"planned sample unreachable ({reason})"
+    else:
+        fraction = view.information_fraction
+        reached = f"{fraction:.0%}" if fraction is not None else NOT_COMPUTED
+        plan = f"{reached} of the planned {count(view.planned_per_arm)} units per arm"
+    days = view.days_left
+    days_text = f"{number(days, 2)} days left" if days is not None else f"days left {NOT_COMPUTED}"
+    power = f"; power at the MDE {view.power_at_mde:.0%}" if view.power_at_mde is not None else ""
+    return f"{plan}; {days_text}{power}"
+
+
+def quarantine_sentence(view: ExperimentView) -> str:
+    """Quarantined (contract) and excluded (experience stage) rows of this experiment, by rule."""
+    parts = []
+    for label, stage_filter in (("quarantined", lambda s: s != "experience"), ("excluded", lambda s: s == "experience")):
+        rows = [r for r in view.quarantine.iter_rows(named=True) if stage_filter(r["stage"])]
+        total = sum(r["rows"] for r in rows)
+        detail = ", ".join(f"{r['rule']} {r['rows']:,}" for r in rows)
+        parts.append(f"{label} {total:,} row{'' if total == 1 else 's'}" + (f" ({detail})" if detail else ""))
+    return "; ".join(parts)
+
+
+def verified_sentence(view: ExperimentView) -> str:
+    if view.verified_share is None:
+        return "verified share: not applicable (aggregate source, no outcomes)"
+    both = view.users_in_both_arms
+    both_text = f"; {both:,} users seen in both arms" if both else ""
+    if view.sessions:
+        return f"verified share {share(view.verified_share)} of {count(view.sessions)} assigned sessions{both_text}"
+    return f"verified share {share(view.verified_share)}{both_text}"
+
+
+def lift(value: object, low: object, high: object) -> str:
+    """Relative lift with its interval, e.g. ``+15.4% [+6.6%, +24.9%]``; "not computed" when undefined."""
+    if not _real(value):
+        return NOT_COMPUTED
+    return f"{value * 100:+.3g}% {percent_interval(low, high)}"

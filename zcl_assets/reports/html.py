@@ -1,0 +1,242 @@
+"""The HTML report (``zcl report --html FILE``): one self-contained page for every experiment.
+
+Inline CSS, plots as PNG ``data:`` URIs, no script and no external resource: it reads offline
+and can be attached to an email. Experiments are grouped by what needs attention (invalid,
+decided, continuing, decision not computed), the project's own experiments first in each
+group; each has the same figures and plots as its page in the Dagster UI.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import html
+from collections.abc import Mapping, Sequence
+
+from zcl_assets.reports.experiments import ATTENTION_ORDER, NOT_COMPUTED, ExperimentView
+from zcl_assets.reports.formatting import (
+    arm_figure,
+    count,
+    direction_words,
+    interval,
+    is_binary,
+    number,
+    p_value,
+    progress_sentence,
+    quarantine_sentence,
+    signed,
+    srm_sentence,
+    verified_sentence,
+)
+from zcl_assets.reports.formatting import (
+    lift as lift_text,
+)
+from zcl_assets.reports.methods import DECIDING_INTERVAL, method_name
+
+GROUP_TITLES = {
+    "invalid": "Invalid: do not trust these results",
+    "decided": "Decided",
+    "continuing": "Continuing: still collecting",
+    NOT_COMPUTED: "Decision not computed",
+}
+
+BADGE_COLOURS = {
+    "invalid": "#b71c1c", "reject": "#e65100", "adopt": "#1b5e20", "no_effect": "#546e7a",
+    "inconclusive": "#f9a825", "continue": "#1565c0", NOT_COMPUTED: "#757575",
+}
+
+CSS = """
+body{font:14px/1.45 -apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0 auto;max-width:1100px;padding:16px;color:#222}
+h1{font-size:22px;margin:8px 0}h2{font-size:18px;border-bottom:2px solid #ccc;padding-bottom:4px;margin-top:32px}
+h3{font-size:16px;margin:0 0 6px 0}
+.legend,.card{border:1px solid #ddd;border-radius:6px;padding:10px 14px;margin:12px 0;background:#fff}
+.legend{background:#f7f7f7}
+.badge{display:inline-block;color:#fff;border-radius:4px;padding:1px 8px;font-weight:600;font-size:13px;margin-right:6px}
+.facts{display:flex;flex-wrap:wrap;gap:6px 18px;margin:6px 0}.facts div{min-width:240px}
+.alarm{color:#b71c1c;font-weight:600}.ok{color:#1b5e20}
+table{border-collapse:collapse;margin:6px 0;font-size:13px}
+th,td{border:1px solid #ddd;padding:3px 7px;text-align:right;vertical-align:top}
+th{background:#f1f1f1}td.l,th.l{text-align:left}
+.bar{display:inline-block;width:160px;height:10px;background:#eee;border-radius:5px;vertical-align:middle;overflow:hidden}
+.bar span{display:block;height:100%;background:#1f5fa8}
+img{max-width:100%;height:auto;display:block;margin:6px 0}
+.muted{color:#666}a{color:#1f5fa8}
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _img(png: bytes, alt: str) -> str:
+    return f'<img alt="{_e(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+
+
+def badge(decision: str) -> str:
+    colour = BADGE_COLOURS.get(decision, "#757575")
+    return f'<span class="badge" style="background:{colour}">{_e(decision)}</span>'
+
+
+def _anchor(view: ExperimentView) -> str:
+    return "x-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in view.experiment_id)
+
+
+def render_html(
+    views: Sequence[ExperimentView], plots: Mapping[str, tuple[bytes, bytes]], title: str = "ZCL experiment report"
+) -> str:
+    """The page. ``plots`` maps an experiment id to its (forest plot, look history) PNGs."""
+    days = sorted({v.as_of for v in views})
+    looks = days[0] + (f" to {days[-1]}" if len(days) > 1 else "") if days else "none"
+    generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="muted">{len(views)} experiments; latest look of each ({_e(looks)}); generated {generated}.</p>',
+        _legend(),
+        _overview(views),
+    ]
+    for group in ATTENTION_ORDER:
+        members = [v for v in views if v.attention == group]
+        if not members:
+            continue
+        parts.append(f'<h2 id="g-{_e(group.replace(" ", "_"))}">{_e(GROUP_TITLES[group])} ({len(members)})</h2>')
+        parts += [_card(v, plots.get(v.experiment_id)) for v in members]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _legend() -> str:
+    return (
+        '<div class="legend"><b>How to read.</b> The <b>deciding interval</b> is the '
+        f"{_e(method_name(DECIDING_INTERVAL, cite=True))}: valid at every nightly look, it alone leads to a "
+        "decision. The <b>95% interval</b> and <b>p</b> are descriptive fixed-horizon figures; each names its method. "
+        "Differences are treatment minus control in the metric's units; each metric says which direction is good. "
+        "Forest plot: thick blue bar = confidence sequence, thin black bar = 95% interval, grey band = plus or minus "
+        "the MDE (the zone where <i>no_effect</i> can be read at the planned sample), dashed red = guardrail margin. "
+        "SRM: sample-ratio mismatch of units against the registered allocation.</div>"
+    )
+
+
+def _overview(views: Sequence[ExperimentView]) -> str:
+    rows = [
+        (
+            "<table><tr><th class=l>decision</th><th class=l>experiment</th><th class=l>organization</th>"
+            "<th class=l>primary metric</th><th class=l>comparison</th><th>difference</th><th>deciding interval</th>"
+            "<th>plan reached</th><th>days left</th><th class=l>SRM</th></tr>"
+        )
+    ]
+    for v in views:
+        for i, r in enumerate(v.primary_rows()):
+            fraction = v.information_fraction
+            rows.append(
+                "<tr>"
+                f"<td class=l>{badge(r.get('decision') or v.decision) if i == 0 or r.get('decision') else ''}</td>"
+                f"<td class=l>{f'<a href=#{_anchor(v)}>{_e(v.experiment_id)}</a>' if i == 0 else ''}</td>"
+                f"<td class=l>{_e(v.org_id) if i == 0 else ''}</td>"
+                f"<td class=l>{_e(v.primary_metric + ' (' + direction_words(v.direction_of(v.primary_metric)) + ')') if i == 0 else ''}</td>"
+                f"<td class=l>{_e(r['treatment_arm'] + ' vs ' + r['control_arm'])}</td>"
+                f"<td>{_e(signed(r['difference']))}</td><td>{_e(interval(r['cs_low'], r['cs_high']))}</td>"
+                f"<td>{_e(f'{fraction:.0%}' if fraction is not None else '-')}</td>"
+                f"<td>{_e(number(v.days_left, 2) if v.days_left is not None else '-')}</td>"
+                f"<td class=l>{_e(v.srm_status) if i == 0 else ''}</td></tr>"
+            )
+    rows.append("</table>")
+    return "\n".join(rows)
+
+
+def _card(view: ExperimentView, plots: tuple[bytes, bytes] | None) -> str:
+    fraction = view.information_fraction or 0.0
+    srm_class = "alarm" if view.srm_alarm else "ok" if view.srm_status == "ok" else ""
+    parts = [
+        f'<div class="card" id="{_anchor(view)}">',
+        f"<h3>{badge(view.decision)}{_e(view.experiment_id)}</h3>",
+        (
+            f'<div class="muted">{_e(view.org_id)} / {_e(view.task_type)}, kind {_e(view.kind)}, '
+            f"{_e(view.registration['randomization_unit'])}-randomized; look of {_e(view.as_of)} "
+            f"({view.looks} look{'s' if view.looks != 1 else ''}); source {_e(view.source)}</div>"
+        ),
+        f"<p><b>Decision:</b> {_e(view.decision)}" + (f" ({_e(view.decision_reason)})" if view.decision_reason else "") + "</p>",
+        f"<p><b>Hypothesis:</b> {_e(view.registration['hypothesis'])}</p>",
+        '<div class="facts">',
+        f'<div class="{srm_class}">{_e(srm_sentence(view))}</div>',
+        (
+            f'<div><span class="bar"><span style="width:{min(fraction, 1.0) * 100:.0f}%"></span></span> '
+            f"Plan: {_e(progress_sentence(view))}</div>"
+        ),
+        f"<div>{_e(verified_sentence(view))}</div>",
+        f"<div>{_e(quarantine_sentence(view))}</div>",
+        "</div>",
+        _arms_table(view),
+        _comparisons_table(view),
+    ]
+    if plots:
+        parts += [_img(plots[0], f"forest plot of {view.experiment_id}"), _img(plots[1], f"look history of {view.experiment_id}")]
+    if view.quarantine.height:
+        parts.append(
+            "<table><tr><th class=l>stage</th><th class=l>table</th><th class=l>rule</th><th>rows</th></tr>"
+            + "".join(
+                f"<tr><td class=l>{_e(r['stage'])}</td><td class=l>{_e(r['source_table'])}</td>"
+                f"<td class=l>{_e(r['rule'])}</td><td>{r['rows']:,}</td></tr>"
+                for r in view.quarantine.iter_rows(named=True)
+            )
+            + "</table>"
+        )
+    parts.append("</div>")
+    return "\n".join(parts)
+
+
+def _arms_table(view: ExperimentView) -> str:
+    binary = is_binary(view, view.primary_metric)
+    figure = "successes/units = rate" if binary else "mean (sd)"
+    rows = [
+        (
+            "<table><tr><th class=l>arm</th><th>share</th><th>units assigned</th><th>units analysed</th>"
+            f"<th>{_e(view.primary_metric)}: {_e(figure)}</th></tr>"
+        )
+    ]
+    for a in view.arms():
+        rows.append(
+            f"<tr><td class=l>{_e(a.name)}</td><td>{_e(number(a.share))}</td><td>{_e(count(a.assigned_units))}</td>"
+            f"<td>{_e(count(a.units))}</td><td>{_e(arm_figure(a, binary))}</td></tr>"
+        )
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def _comparisons_table(view: ExperimentView) -> str:
+    rows = [
+        (
+            "<table><tr><th class=l>metric</th><th class=l>comparison</th><th class=l>decision</th><th>difference</th>"
+            f"<th>deciding interval<br><span class=muted>{_e(method_name(DECIDING_INTERVAL))}</span></th>"
+            "<th>anytime-valid p<br><span class=muted>raw / Holm</span></th>"
+            "<th>95% interval<br><span class=muted>descriptive</span></th><th>p<br><span class=muted>descriptive</span></th>"
+            "<th>relative lift<br><span class=muted>log-scale delta method</span></th></tr>"
+        )
+    ]
+    for r in view.comparisons.iter_rows(named=True):
+        metric = r["metric"]
+        role = view.role_of(metric)
+        adjusted = r.get("cs_p_adjusted")
+        rows.append(
+            f"<tr><td class=l>{_e(metric)}<br><span class=muted>{_e(role)}; {_e(direction_words(view.direction_of(metric)))}</span></td>"
+            f"<td class=l>{_e(r['treatment_arm'] + ' vs ' + r['control_arm'])}</td>"
+            f"<td class=l>{badge(r['decision']) if r.get('decision') else _e(NOT_COMPUTED)}</td>"
+            f"<td>{_e(signed(r['difference']))}</td><td><b>{_e(interval(r['cs_low'], r['cs_high']))}</b></td>"
+            f"<td>{_e(p_value(r.get('cs_p_value')))} / {_e(p_value(adjusted) if adjusted is not None else NOT_COMPUTED)}</td>"
+            f"<td>{_e(interval(r['ci_low'], r['ci_high']))}<br><span class=muted>{_e(method_name(r['ci_method']))}</span></td>"
+            f"<td>{_e(p_value(r['p_value']))}<br><span class=muted>{_e(method_name(r['p_method']))}</span></td>"
+            f"<td>{_e(lift_text(r['relative_lift'], r['lift_ci_low'], r['lift_ci_high']))}</td></tr>"
+        )
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def plot_all(views: Sequence[ExperimentView]) -> dict[str, tuple[bytes, bytes]]:
+    """Forest plot and look history of every view (the expensive part: about 0.2 s each)."""
+    from zcl_assets.reports.plots import forest_plot, look_history
+
+    return {v.experiment_id: (forest_plot(v), look_history(v)) for v in views}
+
