@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: run test setup dev clean
+.PHONY: run test setup dev clean mutation
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+## Mutation testing: killed / total planted bugs per folder (tens of minutes; docs/testing.md).
+mutation: $(STAMP)
+	$(BIN)/python benchmarks/mutation.py
 
 ## Open the Dagster UI on the same instance that `zcl run` writes to.
 dev: $(STAMP)

@@ -11,9 +11,11 @@ Runs in well under a second.
 """
 
 import numpy as np
+import pytest
 from scipy import stats
 
-from zcl_assets.stats.clustering import delta_method_difference, delta_method_mean
+from zcl_assets.stats.clustering import delta_method_difference, delta_method_mean, design_effect
+from zcl_assets.stats.continuous import welch
 from zcl_assets.stats.srm import srm_chisquare, srm_sequential
 
 REPS = 1000
@@ -41,11 +43,11 @@ def _moments(m, y):
 
 
 def _naive(m, y, y2):
-    """Session-level mean and variance of the mean, ignoring the clustering."""
+    """The project's Welch interval on session-level figures, ignoring the clustering."""
     n = m.sum(-1)
     mean = y.sum(-1) / n
     var = (y2.sum(-1) - n * mean**2) / (n - 1)
-    return mean, var / n
+    return n, mean, var
 
 
 def test_delta_method_covers_and_naive_undercovers():
@@ -58,15 +60,18 @@ def test_delta_method_covers_and_naive_undercovers():
     # nominal 0.95 within 3 Monte Carlo s.e. (0.021)
     assert abs(cover - 0.95) < 3 * MC_SE_95, cover
 
-    mt, vt = _naive(m_t, y_t, y2_t)
-    mc, vc = _naive(m_c, y_c, y2_c)
-    z = stats.norm.isf(0.025)
-    se = np.sqrt(vt + vc)
-    naive_cover = np.mean(np.abs(mt - mc - EFFECT) <= z * se)
-    # design effect about 1 + (m_eff - 1) * 0.5 ~ 3, so coverage ~ 2 Phi(1.96/sqrt(3)) - 1 ~ 0.74
-    assert naive_cover < 0.90, naive_cover
+    naive = welch(*_naive(m_t, y_t, y2_t), *_naive(m_c, y_c, y2_c))
+    naive_cover = np.mean((naive.ci_low <= EFFECT) & (EFFECT <= naive.ci_high))
+    # Expected coverage of the naive interval: its standard error is too small by the square
+    # root of the design effect, 1 + ((1 + cv^2) m - 1) ICC with mean cluster size m = 5,
+    # cv = sd(m) / m = 2 / 5 and ICC = 1 / (1 + 1) = 0.5 (Eldridge, Ashby, Kerry 2006): DE =
+    # 3.4, so coverage 2 Phi(1.96 / sqrt(3.4)) - 1 = 0.712.
+    de = design_effect(5.0, 0.5, 2.0 / 5.0)
+    assert de == pytest.approx(3.4)
+    expected = 2 * stats.norm.cdf(stats.norm.isf(0.025) / np.sqrt(de)) - 1
+    assert abs(naive_cover - expected) < 3 * np.sqrt(expected * (1 - expected) / REPS), (naive_cover, expected)
     # the point estimates are the same ratio of sums; only the variance differs
-    np.testing.assert_allclose(mt - mc, d.diff)
+    np.testing.assert_allclose(naive.diff, d.diff)
 
 
 def test_srm_on_users_does_not_fire_falsely():

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from tests.simulation.test_aa_false_positive import N_DAYS, binary_paths, normal_paths
+from zcl_assets.stats.binary import miettinen_nurminen
+from zcl_assets.stats.continuous import welch
 from zcl_assets.stats.power import planned_sample
 from zcl_assets.stats.sequential import confidence_sequence
 
@@ -41,21 +42,24 @@ def cs_simultaneous_coverage(scenario, n_runs, seed, alpha=0.05):
 
 
 def fixed_horizon_coverage(n_per_arm, n_runs, seed, alpha=0.05):
-    """Coverage of the 95% Welch interval (normal data) and Wald interval (binary) at n."""
+    """Coverage at one fixed n of the project's descriptive intervals.
+
+    Normal data (sd 5 vs 8, true difference 1): ``welch``; binary data (0.35 vs 0.30):
+    ``miettinen_nurminen``, the binary interval the look reports.
+    """
     rng = np.random.default_rng(seed)
-    # Welch t interval, sd 5 vs 8, true difference 1.
     x = rng.normal(11.0, 5.0, (n_runs, n_per_arm))
     y = rng.normal(10.0, 8.0, (n_runs, n_per_arm))
-    vx, vy = x.var(1, ddof=1) / n_per_arm, y.var(1, ddof=1) / n_per_arm
-    df = (vx + vy) ** 2 / (vx**2 / (n_per_arm - 1) + vy**2 / (n_per_arm - 1))
-    half = stats.t.ppf(1 - alpha / 2, df) * np.sqrt(vx + vy)
-    welch = np.abs(x.mean(1) - y.mean(1) - 1.0) <= half
-    # Wald z interval for a difference in proportions, 0.35 vs 0.30.
-    pt = rng.binomial(n_per_arm, 0.35, n_runs) / n_per_arm
-    pc = rng.binomial(n_per_arm, 0.30, n_runs) / n_per_arm
-    se = np.sqrt(pt * (1 - pt) / n_per_arm + pc * (1 - pc) / n_per_arm)
-    wald = np.abs(pt - pc - 0.05) <= stats.norm.ppf(1 - alpha / 2) * se
-    return welch.mean(), wald.mean()
+    w = welch(n_per_arm, x.mean(1), x.var(1, ddof=1), n_per_arm, y.mean(1), y.var(1, ddof=1), alpha)
+    s_t = rng.binomial(n_per_arm, 0.35, n_runs)
+    s_c = rng.binomial(n_per_arm, 0.30, n_runs)
+    mn = miettinen_nurminen(s_t, n_per_arm, s_c, n_per_arm, alpha)
+    return covers(w, 1.0).mean(), covers(mn, 0.05).mean()
+
+
+def covers(interval, truth):
+    """Whether each interval (``ci_low``, ``ci_high``) holds ``truth``."""
+    return (interval.ci_low <= truth) & (truth <= interval.ci_high)
 
 
 # 3000 runs: MC s.e. of a coverage near 0.95 is sqrt(.95 * .05 / 3000) = 0.0040.
@@ -76,10 +80,21 @@ def test_fixed_horizon_intervals_cover_about_95_percent():
     assert abs(wald - 0.95) <= 3 * se_target
 
 
-def test_fixed_horizon_interval_under_nightly_looks_does_not_cover_simultaneously():
-    """Contrast: a 95% z interval re-read every night misses at some look far more often."""
+# Repeated significance tests at nominal level 0.05 on accumulating normal data with equal
+# increments: probability of at least one rejection in K looks under the null (Armitage,
+# McPherson and Rowe 1969; Jennison and Turnbull 2000, "Group Sequential Methods with
+# Applications to Clinical Trials", Table 1.1).
+REPEATED_LOOKS_ERROR = {5: 0.142, 10: 0.193, 20: 0.248}
+
+
+def test_fixed_horizon_interval_under_nightly_looks_misses_as_often_as_repeated_tests_predict():
+    """Contrast: the 95% Welch interval re-read every night misses the truth at some look as
+    often as the published repeated-testing error says, far above 5%."""
     rng = np.random.default_rng(31)
-    p = normal_paths(rng, N_RUNS_CI, N_DAYS, 15, 11.0, 10.0, 5.0)
-    se = np.sqrt(p.var_t / p.n_t + p.var_c / p.n_c)
-    miss = np.abs(p.mean_t - p.mean_c - 1.0) > 1.959964 * se
-    assert miss.any(axis=1).mean() > 0.15
+    p = normal_paths(rng, N_RUNS_CI, N_DAYS, 50, 11.0, 10.0, 5.0, poisson=False)
+    nightly = welch(p.n_t, p.mean_t, p.var_t, p.n_c, p.mean_c, p.var_c)
+    miss = ~covers(nightly, 1.0)
+    for looks, published in REPEATED_LOOKS_ERROR.items():
+        rate = miss[:, :looks].any(axis=1).mean()
+        se = np.sqrt(published * (1 - published) / N_RUNS_CI)
+        assert abs(rate - published) <= 3 * se, (looks, rate, published)

@@ -1,0 +1,314 @@
+"""Mutation testing: how many planted bugs the test suite catches, per folder.
+
+Two kinds of mutant, one report:
+
+- Python (``zcl_assets/stats``, ``zcl_assets/analysis``, ``contracts``): mutmut 3 (configured
+  in ``[tool.mutmut]`` of ``pyproject.toml``) makes every small change its operators know
+  (an operator swapped, a constant moved by one, an argument dropped, a string altered) in
+  every function of those folders. It runs the suite once to learn which tests call which
+  function, then runs each mutant in a forked process against only those tests.
+- SQL (``sql/``): the planted changes listed in ``benchmarks/planted_bugs.py`` (a join key
+  flipped, a filter dropped, ``<`` made ``<=``, a rule left out), applied one at a time to a
+  copy of the file; each runs the tests named beside it (fastest first, stopping at the first
+  failure).
+- Wiring (``--folders wiring``, reported apart from the four folders): the bug each kind of
+  varied test data exists to catch (``WIRING_BUGS`` there), each run against the synthetic
+  end-to-end test alone.
+
+A mutant is killed when a test fails (a timeout counts as killed: the change was noticed).
+Everything runs in a scratch copy of the project (``data/mutation/project``) so the working
+tree is never changed; the shared data folder (``../shared/data``) is passed to the copy's
+tests through ``ZCL_SHARED_DATA``. The figures and the surviving mutants (with their diffs)
+are printed and written to ``data/mutation/report.json``.
+
+Run: ``make mutation`` or ``python benchmarks/mutation.py [--folders stats analysis contracts
+sql wiring] [--max-children N]`` (default: the four folders). It takes tens of minutes on 2 cores (``docs/testing.md`` has the
+last figures and times); it is not part of ``make test``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT))
+
+from benchmarks.planted_bugs import SQL_MUTANTS, WIRING_BUGS, PlantedChange  # noqa: E402
+
+PYTHON_FOLDERS = {"stats": "zcl_assets/stats", "analysis": "zcl_assets/analysis", "contracts": "contracts"}
+PLANTED = {"sql": SQL_MUTANTS, "wiring": WIRING_BUGS}
+ALL_FOLDERS = (*PYTHON_FOLDERS, *PLANTED)
+DEFAULT_FOLDERS = (*PYTHON_FOLDERS, "sql")
+KILLED = {"killed", "timeout"}
+
+
+def copy_project(dest: Path) -> None:
+    """Copy the project's tracked and untracked, not ignored files into ``dest`` (replaced)."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=PROJECT, capture_output=True, check=True,
+    ).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = PROJECT / name
+        if source.is_file():
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
+def test_environment(copy: Path) -> dict[str, str]:
+    """Environment of the copy's test runs: its own packages first, the shared data folder."""
+    env = dict(os.environ)
+    env.pop("CI", None)  # a missing shared file skips the test rather than failing the baseline
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(copy), env.get("PYTHONPATH")]))
+    env["ZCL_SHARED_DATA"] = str(PROJECT.parent / "shared" / "data")
+    env.pop("ZCL_LANDING_DIR", None)
+    env.pop("ZCL_WAREHOUSE", None)
+    return env
+
+
+def folder_of(mutant: str) -> str | None:
+    """The reported folder of a mutmut mutant name such as ``zcl_assets.stats.srm.x_f__mutmut_3``."""
+    for folder, path in PYTHON_FOLDERS.items():
+        if mutant.startswith(path.replace("/", ".") + "."):
+            return folder
+    return None
+
+
+# mutmut's runner, with the tests of each mutant ordered fastest first (durations from its own
+# stats run), so that a mutant a unit test kills never waits for an end-to-end test.
+RUN_MUTMUT = """
+import sys
+from mutmut.runners import harness
+from mutmut.state import state
+
+_regular = harness.PytestRunner._pytest_args_regular_run
+
+def _fastest_first(self, tests):
+    durations = state().duration_by_test
+    return _regular(self, sorted(tests, key=lambda t: (durations.get(t, 0.0), t)))
+
+harness.PytestRunner._pytest_args_regular_run = _fastest_first
+from mutmut.__main__ import cli
+sys.exit(cli())
+"""
+
+# Mutant generation alone (mutmut's first step), writing every mutant's name to a file.
+GENERATE = """
+import json, os, sys
+from mutmut.__main__ import copy_also_copy_files, copy_src_dir, create_mutants, setup_source_paths
+from mutmut.mutation.data import SourceFileMutationData
+from mutmut.mutation.trampoline import set_mutant_under_test
+from mutmut.utils.file_utils import walk_mutatable_files
+
+set_mutant_under_test("mutant_generation")
+os.makedirs("mutants", exist_ok=True)
+copy_src_dir(); copy_also_copy_files(); setup_source_paths(); create_mutants(int(sys.argv[1]))
+names = []
+for path in walk_mutatable_files():
+    data = SourceFileMutationData(path=path)
+    data.load()
+    names += list(data.exit_code_by_key)
+with open(sys.argv[2], "w") as out:
+    json.dump(names, out)
+"""
+
+
+def sample_mutants(copy: Path, folders: list[str], size: int, seed: int, max_children: int, log: Path,
+                   resume: bool = False) -> dict:
+    """Generate every mutant; return ``{"all": {folder: count}, "sample": [names]}``, a seeded
+    random sample of ``size`` mutants per folder (all of a folder's mutants when it has fewer).
+    ``resume``: the mutants of an earlier run in ``copy`` are kept."""
+    listing = log.with_suffix(".names.json")
+    if not (resume and listing.exists()):
+        with log.open("w") as out:
+            subprocess.run([sys.executable, "-c", GENERATE, str(max_children), str(listing)], cwd=copy,
+                           env=test_environment(copy), stdout=out, stderr=subprocess.STDOUT, check=True)
+    names = json.loads(listing.read_text())
+    rng = random.Random(seed)
+    counts, chosen = {}, []
+    for folder in folders:
+        mine = sorted(n for n in names if folder_of(n) == folder)
+        counts[folder] = len(mine)
+        chosen += rng.sample(mine, min(size, len(mine)))
+    return {"all": counts, "sample": chosen}
+
+
+def mutmut_results(copy: Path) -> dict[str, str]:
+    """Status of every mutant in ``copy`` (``not checked`` before it ran)."""
+    listing = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"],
+                             cwd=copy, env=test_environment(copy), capture_output=True, text=True, check=True).stdout
+    return {m[1]: m[2].strip() for m in re.finditer(r"(?m)^\s*(\S+): (.+)$", listing)}
+
+
+def run_python_mutants(copy: Path, folders: list[str], max_children: int, log: Path,
+                       names: list[str] | None = None) -> list[dict]:
+    """Run mutmut in ``copy`` (on ``names`` only, if given, and of those only the ones not
+    checked yet); return one record per mutant of ``folders``: name, folder, status, and the
+    diff of a survivor."""
+    env = test_environment(copy)
+    todo = names
+    if names:
+        status = mutmut_results(copy)
+        todo = [n for n in names if status.get(n, "not checked") == "not checked"]
+    if todo or not names:
+        with log.open("a") as out:
+            subprocess.run([sys.executable, "-c", RUN_MUTMUT, "run", "--max-children", str(max_children), *(todo or [])],
+                           cwd=copy, env=env, stdout=out, stderr=subprocess.STDOUT, check=True)
+    listing = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"],
+                             cwd=copy, env=env, capture_output=True, text=True, check=True).stdout
+    wanted = set(names) if names else None
+    records = []
+    for line in listing.splitlines():
+        match = re.fullmatch(r"\s*(\S+): (.+)", line)
+        if not match or folder_of(match[1]) not in folders or (wanted is not None and match[1] not in wanted):
+            continue
+        records.append({"name": match[1], "folder": folder_of(match[1]), "status": match[2].strip()})
+    for record in records:
+        if record["status"] not in KILLED:
+            shown = subprocess.run([sys.executable, "-m", "mutmut", "show", record["name"]],
+                                   cwd=copy, env=env, capture_output=True, text=True).stdout
+            record["diff"] = "\n".join(line for line in shown.splitlines()
+                                       if line[:1] in "+-" and not line.startswith(("+++", "---")))
+    return records
+
+
+def wilson(killed: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson 95% interval of a proportion (Wilson 1927), for a sampled score."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = killed / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def apply_change(text: str, change: PlantedChange) -> str:
+    """``text`` with the planted change made; raises ``ValueError`` unless it matches once."""
+    count = text.count(change.find)
+    if count != 1:
+        raise ValueError(f"{change.name}: the text to change occurs {count} times in {change.file}, not once")
+    return text.replace(change.find, change.replace)
+
+
+def run_planted(copy: Path, folder: str, log: Path) -> list[dict]:
+    """Apply each planted change of ``folder`` in ``copy`` alone, run its tests, restore the file."""
+    env = test_environment(copy)
+    records = []
+    with log.open("w") as out:
+        for change in PLANTED[folder]:
+            path = copy / change.file
+            original = path.read_text()
+            path.write_text(apply_change(original, change))
+            started = time.perf_counter()
+            try:
+                code = subprocess.run(
+                    [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                     *change.tests],
+                    cwd=copy, env=env, stdout=out, stderr=subprocess.STDOUT,
+                ).returncode
+            finally:
+                path.write_text(original)
+            status = {0: "survived", 1: "killed"}.get(code, f"error (pytest exit {code})")
+            seconds = time.perf_counter() - started
+            print(f"  {folder} {change.name}: {status} ({seconds:.0f} s)", flush=True)
+            records.append({"name": change.name, "folder": folder, "status": status, "seconds": round(seconds, 1),
+                            "diff": f"{change.file}: {change.find!r} -> {change.replace!r}", "why": change.why})
+    return records
+
+
+def check_baseline(copy: Path, folder: str) -> None:
+    """The planted changes' tests must pass on the unchanged copy, or a kill means nothing."""
+    for change in PLANTED[folder]:
+        apply_change((copy / change.file).read_text(), change)
+    tests = sorted({t for change in PLANTED[folder] for t in change.tests})
+    code = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+                          cwd=copy, env=test_environment(copy), capture_output=True, text=True)
+    if code.returncode != 0:
+        raise SystemExit(f"the {folder} mutants' tests fail on the unchanged project:\n{code.stdout[-3000:]}")
+
+
+def summarize(records: list[dict], folders: list[str], population: dict[str, int]) -> list[dict]:
+    """Killed / run, score, its Wilson interval when sampled, and the folder's mutant count."""
+    rows = []
+    for folder in folders:
+        mine = [r for r in records if r["folder"] == folder]
+        killed = sum(r["status"] in KILLED for r in mine)
+        low, high = wilson(killed, len(mine))
+        rows.append({"folder": PYTHON_FOLDERS.get(folder, folder), "killed": killed, "run": len(mine),
+                     "mutants": population.get(folder, len(mine)), "score": killed / len(mine) if mine else float("nan"),
+                     "score_low": low, "score_high": high})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--folders", nargs="+", choices=ALL_FOLDERS, default=list(DEFAULT_FOLDERS))
+    parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--workdir", type=Path, default=PROJECT / "data" / "mutation")
+    parser.add_argument("--sample", type=int, default=None,
+                        help="run a seeded random sample of this many mutants per Python folder (default: all)")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with the mutants of the last run in --workdir (its copy of the project is kept)")
+    args = parser.parse_args()
+
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    copy = args.workdir / "project"
+    if args.resume and (copy / "mutants").exists():
+        shutil.copy2(PROJECT / "pyproject.toml", copy / "pyproject.toml")  # settings may have changed
+    else:
+        args.resume = False
+        copy_project(copy)
+    records, seconds, population = [], {}, {}
+    python_folders = [f for f in args.folders if f in PYTHON_FOLDERS]
+    if python_folders:
+        started = time.perf_counter()
+        log = args.workdir / "mutmut.log"
+        print(f"mutmut on {', '.join(PYTHON_FOLDERS[f] for f in python_folders)} (log: {log})", flush=True)
+        names = None
+        if args.sample:
+            drawn = sample_mutants(copy, python_folders, args.sample, args.seed, args.max_children, log, args.resume)
+            population, names = drawn["all"], drawn["sample"]
+            print(f"  mutants per folder: {population}; a sample of {args.sample} each (seed {args.seed})", flush=True)
+        records += run_python_mutants(copy, python_folders, args.max_children, log, names)
+        seconds["python"] = round(time.perf_counter() - started)
+    for folder in PLANTED:
+        if folder not in args.folders:
+            continue
+        started = time.perf_counter()
+        log = args.workdir / f"{folder}.log"
+        print(f"{len(PLANTED[folder])} planted {folder} changes (log: {log})", flush=True)
+        check_baseline(copy, folder)
+        records += run_planted(copy, folder, log)
+        seconds[folder] = round(time.perf_counter() - started)
+
+    rows = summarize(records, args.folders, population)
+    print("\nfolder                 killed / run      score   (95% interval)   mutants")
+    for row in rows:
+        interval = f"({row['score_low']:.1%} - {row['score_high']:.1%})" if row["run"] < row["mutants"] else ""
+        print(f"{row['folder']:<22} {row['killed']:>6} / {row['run']:<6} {row['score']:7.1%}   {interval:<16} {row['mutants']:>7}")
+    print("seconds: " + ", ".join(f"{k} {v}" for k, v in seconds.items()))
+    survivors = [r for r in records if r["status"] not in KILLED]
+    print(f"\n{len(survivors)} surviving mutants:")
+    for r in survivors:
+        print(f"- {r['name']} ({r['status']})\n    " + r.get("diff", "").replace("\n", "\n    "))
+    report = {"summary": rows, "seconds": seconds, "sample": args.sample, "seed": args.seed, "survivors": survivors,
+              "mutants": [{k: r[k] for k in ("name", "folder", "status")} for r in records]}
+    (args.workdir / "report.json").write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
