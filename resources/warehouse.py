@@ -44,10 +44,13 @@ class Warehouse(dg.ConfigurableResource):
         path: path of the DuckDB file; its folder is created on first write.
         lock_timeout_s: how long a writer waits for another process's write lock before
             raising ``duckdb.IOException`` (DuckDB allows one writer process at a time).
+        memory_limit: DuckDB's memory limit per connection (it spills to disk beyond it), so
+            a night over 10 million sessions stays within a few GB.
     """
 
     path: str
     lock_timeout_s: float = 600.0
+    memory_limit: str = "2500MB"
 
     @property
     def archive_dir(self) -> Path:
@@ -70,6 +73,7 @@ class Warehouse(dg.ConfigurableResource):
         con = self._open(db_path, read_only)
         try:
             con.execute("SET TimeZone = 'UTC'")
+            con.execute(f"SET memory_limit = '{self.memory_limit}'")
             if not read_only:
                 ensure_schema(con)
             yield con
