@@ -5,6 +5,7 @@ import pytest
 import statsmodels.api as sm
 
 from zcl_assets.stats.clustering import (
+    _inv_sqrt_psd,
     cr2_satterthwaite,
     delta_method_difference,
     delta_method_mean,
@@ -140,3 +141,48 @@ def test_design_effect():
         design_effect(0.5, 0.1)
     with pytest.raises(ValueError):
         design_effect(5, 1.5)
+
+
+def test_cr2_with_exactly_three_clusters():
+    """Two treatment clusters and one control cluster, two sessions each (the fewest allowed).
+
+    By hand: treatment cluster means 2 and 6 (mean 4), control mean 3, diff 1. The single
+    control cluster's residuals lie in the null space of I - H_gg, so it adds nothing; each
+    treatment cluster adds (ybar_g - ybar_t)^2 / 2, so V = (4 + 4) / 2 = 4, se = 2 (the
+    two-sample formula s_t^2 / G_t = 8 / 2). Satterthwaite df: P = u (I - H) u' has diagonal
+    1/(4m) and off-diagonal -1/(4m) among the treatment clusters (m = 2), so
+    df = (2/(4m))^2 / (4/(4m)^2) = 1 = G_t - 1. t_{.975, 1} = 12.7062 (scipy).
+    """
+    y = np.array([1.0, 3.0, 5.0, 7.0, 2.0, 4.0])
+    d = np.array([1, 1, 1, 1, 0, 0])
+    cl = np.array(["a", "a", "b", "b", "c", "c"])
+    res = cr2_satterthwaite(y, d, cl)
+    assert res.n_clusters == 3
+    assert res.diff == pytest.approx(1.0, rel=1e-12)
+    assert res.se == pytest.approx(2.0, rel=1e-10)
+    assert res.df == pytest.approx(1.0, rel=1e-10)
+    half = 2.0 * 12.706204736174698
+    assert (res.ci_low, res.ci_high) == pytest.approx((1.0 - half, 1.0 + half), rel=1e-9)
+    assert res.pvalue == pytest.approx(2 * 0.35241638234956674, rel=1e-9)  # 2 * scipy t.sf(0.5, 1)
+
+
+def test_cr2_with_no_treatment_cluster_is_undefined_not_an_error():
+    # Every session in control: there is no arm difference to estimate (X'X is singular).
+    res = cr2_satterthwaite(Y, np.zeros_like(D), CL)
+    assert res.n_clusters == 6
+    assert all(np.isnan(v) for v in res[:7])
+
+
+def test_inverse_square_root_of_a_singular_cluster_block_is_moore_penrose():
+    # I - H_gg of a cluster holding a whole arm of m units is I - J/m: a projection with one zero
+    # eigenvalue (direction of the ones vector). Its Moore-Penrose inverse square root is the
+    # projection itself; inverting the zero eigenvalue to 1 would give I. The PSD square root is
+    # unique, so it is pinned by R = R' and R R = pinv(P) (numpy's SVD-based pseudo-inverse).
+    m = 3
+    p = np.eye(m) - np.ones((m, m)) / m
+    r = _inv_sqrt_psd(p)
+    assert np.allclose(r, r.T, atol=1e-12) and np.linalg.eigvalsh(r).min() > -1e-10
+    assert np.allclose(r @ r, np.linalg.pinv(p), atol=1e-10)
+    assert np.allclose(r, p, atol=1e-10)
+    # A full-rank block: the ordinary inverse square root, diag(4, 1) -> diag(1/2, 1).
+    assert np.allclose(_inv_sqrt_psd(np.diag([4.0, 1.0])), np.diag([0.5, 1.0]), atol=1e-12)

@@ -150,3 +150,23 @@ def test_days_to_sample():
 def test_r_default_in_design_range():
     # DESIGN section 6: about 1.5 to 1.7; calibrated 1.72 (alpha .05, power .80, 30 looks).
     assert 1.5 <= R_DEFAULT <= 1.8
+
+
+def test_mde_at_needs_a_sample_but_not_a_whole_effective_unit():
+    # n = 0: no sample, no detectable effect; the docstring promises NaN, not inf.
+    assert np.isnan(mde_at(0, 0.5, 0.05, 0.8, baseline_sd=1.0, metric="continuous"))
+    assert np.isnan(mde_at(0, 0.5, 0.05, 0.8))
+    # One control unit at R = 1.73: n_eff = 1 / 1.73 = 0.578, below one unit but positive, so
+    # the MDE is defined: (z_.975 + z_.80) sqrt(sd^2 (1 + 1/r) / n_eff)
+    # = 2.801585 * sqrt(2 * 1.73) = 2.801585 * 1.860108 = 5.21125 (sd 1, r 1).
+    m = mde_at(1, 0.5, 0.05, 0.8, baseline_sd=1.0, metric="continuous", inflation=1.73)
+    assert float(m) == pytest.approx((Z_A + Z_B) * math.sqrt(2 * 1.73), rel=1e-12)
+    assert float(m) == pytest.approx(5.21125, abs=1e-5)
+
+
+@pytest.mark.parametrize("baseline,direction", [(0.0, 1), (1.0, -1), (0.0, -1), (1.0, 1)])
+def test_mde_at_of_a_baseline_on_the_edge_of_the_unit_interval_is_undefined(baseline, direction):
+    # A binary baseline of 0 or 1 has no variance: n_fixed, power_at and planned_sample call it
+    # invalid, and so must mde_at, even where an effect away from the edge would stay inside (0, 1).
+    assert np.isnan(mde_at(1000, baseline, 0.05, 0.8, direction=direction))
+    assert np.isnan(n_fixed(baseline, 0.1 * direction, 0.05, 0.8))

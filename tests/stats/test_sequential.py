@@ -131,3 +131,20 @@ def test_invalid_design_gives_nan_not_exception(alpha, n_plan):
 def test_zero_variance_in_one_arm_is_fine():
     cs = confidence_sequence(100, 0.0, 0.0, 100, 0.5, 0.25, 0.05, 100)
     assert np.isfinite(cs.ci_low) and cs.ci_high < 0
+
+
+def test_a_negative_variance_spoils_only_its_own_comparison():
+    """A negative variance in either arm gives a NaN interval there, while the valid comparisons
+    beside it in the same call keep the interval of the paper's formula."""
+    # element 0: the reference case above (550/1000 vs 500/1000); element 1: a negative treatment
+    # variance; element 2: a negative control variance. In 1 and 2 the other arm's variance alone
+    # keeps se^2 positive (-0.01/1000 + 0.25/1000 > 0), so only the sign check can reject them.
+    cs = confidence_sequence(1000, 0.55, [0.2475, -0.01, 0.2475], 1000, 0.50, [0.25, 0.25, -0.01], 0.05, 1000)
+    rho = math.sqrt((-2 * math.log(0.05) + math.log(-2 * math.log(0.05) + 1)) / 2000)
+    hw = paper_halfwidth((0.2475 / 1000 + 0.25 / 1000) * 2000, 2000, rho, 0.05)
+    assert float(cs.ci_low[0]) == pytest.approx(0.05 - hw, rel=1e-12)
+    assert float(cs.ci_high[0]) == pytest.approx(0.05 + hw, rel=1e-12)
+    assert np.isfinite(cs.pvalue[0])
+    for field in (cs.ci_low, cs.ci_high, cs.pvalue):
+        assert np.isnan(field[1:]).all()
+    assert cs.diff[1:] == pytest.approx([0.05, 0.05])  # the difference itself needs no variance
