@@ -45,6 +45,8 @@ EXPERIENCE = (
     "tests/end_to_end/test_simulated_pipeline.py",
     "tests/end_to_end/test_ab_export_pipeline.py",
 )
+# The only fixture with a task type whose evaluation contract differs from the default.
+VERIFICATION = "tests/analysis/test_verification_records_sql.py"
 LOOK = (
     SYNTHETIC,
     "tests/analysis/test_aggregation_sql.py",
@@ -97,7 +99,7 @@ SQL_MUTANTS: tuple[PlantedChange, ...] = (
     _change("task_contract_ignored", "sql/create_verification_records.sql",
             "coalesce(specific.authoritative_kinds, fallback.authoritative_kinds)",
             "coalesce(fallback.authoritative_kinds, specific.authoritative_kinds)",
-            "the default evaluation contract overrides the task type's own", EXPERIENCE),
+            "the default evaluation contract overrides the task type's own", (VERIFICATION, *EXPERIENCE)),
     _change("earliest_outcome_wins", "sql/select_experience_candidates.sql",
             "ORDER BY v.recorded_at DESC, v.evaluator_id", "ORDER BY v.recorded_at, v.evaluator_id",
             "the first authoritative outcome of a session is used, not the latest", EXPERIENCE),
