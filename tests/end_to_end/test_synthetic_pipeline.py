@@ -26,6 +26,7 @@ from tests.end_to_end.synthetic_world import (
     build_world,
 )
 from tests.warehouse_checks import conservation_gaps
+from zcl_assets.analysis.look import take_look
 from zcl_assets.runner import run_night
 
 LOOK_END = dt.datetime.fromisoformat(AS_OF).replace(tzinfo=dt.timezone.utc) + dt.timedelta(days=1)
@@ -172,3 +173,18 @@ def test_nothing_after_the_look_enters_it(synthetic):
     recorded_late = con.execute("SELECT count(*) FROM experience WHERE assigned_at < ? AND recorded_at >= ?",
                                 [LOOK_END, LOOK_END]).fetchone()[0]
     assert recorded_late == THREE_EVENING_SESSIONS  # assigned in the look (SRM counts them), not verified in it
+
+
+def test_the_look_of_one_night_is_that_night_of_the_stored_looks(synthetic):
+    # take_look computes the night asked for alone; the job (take_looks) computed and stored every
+    # night, so the stored rows of that night are the independent answer.
+    _, con = synthetic
+    fresh = take_look(con, AS_OF, reuse=False)
+    assert fresh.get_column("as_of").unique().to_list() == [dt.date.fromisoformat(AS_OF)]
+    stored = con.execute("SELECT * FROM experiment_analysis WHERE as_of = ?", [AS_OF]).pl()
+    assert fresh.height == stored.height > 0
+    compared = [c for c in fresh.columns if c != "analysed_at"]
+    keys = ["experiment_id", "metric", "treatment_arm"]
+    stored_rows = stored.select(compared).sort(keys)
+    fresh_rows = fresh.select(compared).cast(stored_rows.schema).sort(keys)
+    assert [c for c in compared if not stored_rows.get_column(c).equals(fresh_rows.get_column(c), null_equal=True)] == []
