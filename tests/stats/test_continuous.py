@@ -97,3 +97,13 @@ def test_apply_direction_and_cap():
     assert t - c == 50.0
     with pytest.raises(ValueError):
         apply_direction_and_cap([1.0], "down")
+
+
+def test_mann_whitney_without_data_says_nothing_and_names_a_bad_shape():
+    # No usable sample: the statistic as well as the p-value is NaN (not a number that looks real).
+    empty = mann_whitney([], [1.0, 2.0])
+    assert np.isnan(empty.statistic) and np.isnan(empty.pvalue)
+    nan_in = mann_whitney([1.0, np.nan], [1.0, 2.0])
+    assert np.isnan(nan_in.statistic) and np.isnan(nan_in.pvalue)
+    with pytest.raises(ValueError, match="samples must be 1-D"):
+        mann_whitney([[1.0, 2.0]], [1.0, 2.0])

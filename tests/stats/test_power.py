@@ -170,3 +170,17 @@ def test_mde_at_of_a_baseline_on_the_edge_of_the_unit_interval_is_undefined(base
     # invalid, and so must mde_at, even where an effect away from the edge would stay inside (0, 1).
     assert np.isnan(mde_at(1000, baseline, 0.05, 0.8, direction=direction))
     assert np.isnan(n_fixed(baseline, 0.1 * direction, 0.05, 0.8))
+
+
+def test_an_unknown_metric_kind_is_named_in_the_error():
+    with pytest.raises(ValueError, match=r"metric must be one of \('binary', 'continuous'\), got 'ratio'"):
+        mde_at(1000, 0.5, 0.05, 0.8, metric="ratio")
+
+
+def test_a_missing_value_read_as_none_gives_nan_not_an_exception():
+    # The module promises never to raise on data values; a null read from the warehouse arrives
+    # as None, which NumPy reads as NaN once the dtype is float.
+    assert np.isnan(mde_at(1000, 0.5, None, 0.8))
+    assert np.isnan(mde_at(1000, 0.5, [0.05, None], 0.8)[1])
+    days = days_to_sample(100, None, 0.5)
+    assert float(days.days) == math.inf and not bool(days.reachable)  # no known traffic: never

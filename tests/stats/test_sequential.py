@@ -148,3 +148,11 @@ def test_a_negative_variance_spoils_only_its_own_comparison():
     for field in (cs.ci_low, cs.ci_high, cs.pvalue):
         assert np.isnan(field[1:]).all()
     assert cs.diff[1:] == pytest.approx([0.05, 0.05])  # the difference itself needs no variance
+
+
+def test_a_missing_allocation_ratio_gives_nan_not_an_exception():
+    # A null ratio read from the warehouse arrives as None: invalid design, NaN interval (the
+    # docstring: no exception for data values), the difference itself still reported.
+    cs = confidence_sequence(100, 0.6, 0.24, 100, 0.5, 0.25, 0.05, 100, allocation_ratio=None)
+    assert np.isnan(cs.rho) and np.isnan(cs.ci_low) and np.isnan(cs.ci_high) and np.isnan(cs.pvalue)
+    assert float(cs.diff) == pytest.approx(0.1)
