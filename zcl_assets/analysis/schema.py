@@ -88,7 +88,7 @@ class TableSchema:
         return not stored
 
 
-def _c(name, dtype, doc, report=False, not_null=False):
+def _c(name, dtype, doc, report=False, not_null=False):  # pragma: no mutate block (runs only at import)
     return Column(name, dtype, doc, report, not_null)
 
 
