@@ -5,12 +5,18 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from hypothesis import settings
+from hypothesis import Phase, settings
 
 # Property tests are deterministic: examples derive from each test's own code, not from a
 # random seed or a database of earlier failures, so every run (and every mutant) sees the same.
 settings.register_profile("seeded", derandomize=True, database=None)
-settings.load_profile("seeded")
+# benchmarks/mutation.py: a mutant is killed by the first failing example; shrinking it only
+# makes the failure readable, and took up to five minutes for one mutant.
+settings.register_profile(
+    "mutation", parent=settings.get_profile("seeded"),
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
+)
+settings.load_profile(os.environ.get("ZCL_HYPOTHESIS_PROFILE", "seeded"))
 
 # ../shared/data/real beside the checkout; ZCL_SHARED_DATA names it for a copy of the project
 # elsewhere (benchmarks/mutation.py runs the tests in one).
