@@ -48,6 +48,7 @@ EXPERIENCE = (
 # The only fixture with a task type whose evaluation contract differs from the default.
 VERIFICATION = "tests/analysis/test_verification_records_sql.py"
 LOOK = (
+    "tests/analysis/test_look_count_sql.py",
     SYNTHETIC,
     "tests/analysis/test_aggregation_sql.py",
     "tests/end_to_end/test_simulated_pipeline.py",
