@@ -50,7 +50,7 @@ class Warehouse(dg.ConfigurableResource):
 
     path: str
     lock_timeout_s: float = 600.0
-    memory_limit: str = "2500MB"
+    memory_limit: str = "3GB"
 
     @property
     def archive_dir(self) -> Path:
@@ -74,6 +74,10 @@ class Warehouse(dg.ConfigurableResource):
         try:
             con.execute("SET TimeZone = 'UTC'")
             con.execute(f"SET memory_limit = '{self.memory_limit}'")
+            # Tables are rebuilt whole and every read that needs an order says ORDER BY, so
+            # DuckDB may stream inserts in any order: this lets large joins and windows
+            # spill instead of holding the whole result in memory.
+            con.execute("SET preserve_insertion_order = false")
             if not read_only:
                 ensure_schema(con)
             yield con
