@@ -117,7 +117,7 @@ SQL_MUTANTS: tuple[PlantedChange, ...] = (
             "the control arm is taken to be the arm named 'control'", LOOK),
     # the look
     _change("srm_counts_sessions", "sql/count_assigned_units.sql",
-            "CASE WHEN x.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END AS unit", "x.session_id AS unit",
+            "x.unit_id AS unit", "x.session_id AS unit",
             "the sample-ratio test counts sessions of a user-randomized experiment, not users", LOOK),
     _change("srm_counts_after_look", "sql/count_assigned_units.sql",
             "WHERE x.assigned_at < $as_of_end", "WHERE TRUE",
@@ -195,7 +195,7 @@ WIRING_BUGS: tuple[PlantedChange, ...] = (
             'grid = days.filter(pl.col("as_of") >= pl.col("start"))',
             "look before later data lands: nights after it are written from the later data", (SYNTHETIC,)),
     _change("srm_counts_sessions", "sql/count_assigned_units.sql",
-            "CASE WHEN x.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END AS unit", "x.session_id AS unit",
+            "x.unit_id AS unit", "x.session_id AS unit",
             "user-randomized: the sample-ratio test counts sessions, not users", (SYNTHETIC,)),
     _change("statistics_on_sessions", "sql/aggregate_unit_statistics.sql",
             "CASE WHEN r.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END AS unit", "x.session_id AS unit",
