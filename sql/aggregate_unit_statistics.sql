@@ -14,22 +14,35 @@
 -- computed exactly, in doubles only where n*Q would not fit in 128 bits.
 -- Registered frames: analysed_metrics(experiment_id, metric, resolution),
 -- segment_bounds(experiment_id, segment, starts_at).
+--
+-- A session-randomized experiment's unit is one row of the experience table: it is observed
+-- once per metric, on one day, so its change is its whole state and it needs no grouping by
+-- unit or day; only user-randomized units take the path by unit and day. An experiment
+-- without a declared allocation change has one stratum (0). CTEs read twice are not
+-- materialized, so ten million rows stream through within the memory limit.
 WITH registered AS (
     SELECT experiment_id, randomization_unit,
            TRY_CAST(json_extract_string(metric_caps, '$.time_minutes') AS DOUBLE) AS cap_time,
            TRY_CAST(json_extract_string(metric_caps, '$.tokens') AS DOUBLE) AS cap_tokens
     FROM staged_experiments
-), assigned AS (
+), assigned AS NOT MATERIALIZED (
     SELECT x.*, CASE WHEN r.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END AS unit,
-           r.cap_time, r.cap_tokens
+           r.randomization_unit = 'user' AS by_user, r.cap_time, r.cap_tokens
     FROM experience x JOIN registered r USING (experiment_id)
     WHERE x.assigned_at < $as_of_end
 ), unit_first AS (
-    SELECT experiment_id, unit, min(assigned_at) AS first_assigned_at FROM assigned GROUP BY ALL
+    SELECT experiment_id, unit, min(assigned_at) AS first_assigned_at FROM assigned
+    WHERE by_user GROUP BY ALL
 ), unit_segment AS (
     SELECT u.experiment_id, u.unit, coalesce(max(b.segment), 0) AS segment
     FROM unit_first u LEFT JOIN segment_bounds b
       ON b.experiment_id = u.experiment_id AND b.starts_at <= u.first_assigned_at
+    GROUP BY ALL
+), session_segment AS (
+    -- a session unit's stratum, in experiments with declared allocation changes only
+    SELECT a.experiment_id, a.unit, max(b.segment) AS segment
+    FROM assigned a JOIN segment_bounds b ON b.experiment_id = a.experiment_id AND b.starts_at <= a.assigned_at
+    WHERE NOT a.by_user
     GROUP BY ALL
 ), measured AS (
     -- one row per analysed (observation, metric): each metric read only where it is analysed
@@ -40,8 +53,8 @@ WITH registered AS (
                           WHEN 'score' THEN a.score END AS value
     FROM assigned a JOIN analysed_metrics am ON am.experiment_id = a.experiment_id
     WHERE a.verified AND a.recorded_at < $as_of_end
-), observed AS (
-    SELECT experiment_id, arm, unit, metric,
+), observed AS NOT MATERIALIZED (
+    SELECT experiment_id, arm, unit, metric, by_user,
            CAST(round(value / resolution) AS HUGEINT) AS y,
            CAST(greatest(assigned_at, recorded_at) AS DATE) AS day,
            resolution
@@ -49,7 +62,7 @@ WITH registered AS (
 ), unit_day AS (
     SELECT experiment_id, arm, unit, metric, day, any_value(resolution) AS resolution,
            sum(y) AS dy, CAST(count(*) AS HUGEINT) AS dm
-    FROM observed GROUP BY experiment_id, arm, unit, metric, day
+    FROM observed WHERE by_user GROUP BY experiment_id, arm, unit, metric, day
 ), repeated AS (
     -- units observed on more than one day: only their paths need windows over days
     SELECT experiment_id, arm, unit, metric FROM unit_day GROUP BY ALL HAVING count(*) > 1
@@ -79,6 +92,14 @@ WITH registered AS (
     FROM unit_day d ANTI JOIN repeated USING (experiment_id, arm, unit, metric)
     JOIN unit_segment g USING (experiment_id, unit)
     CROSS JOIN LATERAL (SELECT CAST(round(d.dy * 1000000 / d.dm) AS HUGEINT) AS v_now) v
+    UNION ALL
+    -- a session unit: one observation (M = 1) on one day, its change is its whole state
+    SELECT o.experiment_id, o.arm, o.metric, coalesce(g.segment, 0) AS segment, o.day, o.resolution,
+           1 AS dn, v.v_now AS dv, v.v_now * v.v_now AS dv2,
+           o.y AS dy, o.y * o.y AS dy2, CAST(1 AS HUGEINT) AS dm, CAST(1 AS HUGEINT) AS dm2, o.y AS dym
+    FROM observed o LEFT JOIN session_segment g USING (experiment_id, unit)
+    CROSS JOIN LATERAL (SELECT CAST(round(o.y * 1000000 / 1) AS HUGEINT) AS v_now) v
+    WHERE NOT o.by_user
 ), arm_day AS (
     SELECT experiment_id, arm, metric, segment, day, any_value(resolution) AS resolution,
            sum(dn) AS dn, sum(dv) AS dv, sum(dv2) AS dv2, sum(dy) AS dy, sum(dy2) AS dy2,

@@ -1,19 +1,27 @@
 -- Units assigned per experiment, arm and stratum, cumulative, on every UTC day a unit was
 -- first assigned (verified or not): the counts of the sample-ratio test. A unit belongs to
 -- the stratum of its first assignment. Registered frame: segment_bounds(experiment_id,
--- segment, starts_at).
-WITH units AS (
-    SELECT x.experiment_id, x.arm,
-           CASE WHEN x.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END AS unit,
-           min(x.assigned_at) AS first_assigned_at
-    FROM experience x
-    WHERE x.assigned_at < $as_of_end
+-- segment, starts_at). A session-randomized experiment's rows are its units (one row per
+-- session), and an experiment without a declared allocation change has one stratum (0), so
+-- only user-randomized units are grouped and only changed experiments joined to their bounds.
+WITH assigned AS NOT MATERIALIZED (
+    SELECT * FROM experience x WHERE x.assigned_at < $as_of_end
+), units AS (
+    SELECT x.experiment_id, x.arm, x.session_id AS unit, x.assigned_at AS first_assigned_at
+    FROM assigned x WHERE x.randomization_unit <> 'user'
+    UNION ALL
+    SELECT x.experiment_id, x.arm, x.unit_id AS unit, min(x.assigned_at) AS first_assigned_at
+    FROM assigned x WHERE x.randomization_unit = 'user'
     GROUP BY ALL
+), changed AS (
+    SELECT DISTINCT experiment_id FROM segment_bounds
 ), daily AS (
-    SELECT u.experiment_id, u.arm, coalesce(max(b.segment), 0) AS segment, u.unit,
-           CAST(u.first_assigned_at AS DATE) AS day
-    FROM units u LEFT JOIN segment_bounds b
-      ON b.experiment_id = u.experiment_id AND b.starts_at <= u.first_assigned_at
+    SELECT u.experiment_id, u.arm, 0 AS segment, CAST(u.first_assigned_at AS DATE) AS day
+    FROM units u ANTI JOIN changed USING (experiment_id)
+    UNION ALL
+    SELECT u.experiment_id, u.arm, coalesce(max(b.segment), 0) AS segment, CAST(u.first_assigned_at AS DATE) AS day
+    FROM units u SEMI JOIN changed USING (experiment_id)
+    LEFT JOIN segment_bounds b ON b.experiment_id = u.experiment_id AND b.starts_at <= u.first_assigned_at
     GROUP BY u.experiment_id, u.arm, u.unit, u.first_assigned_at
 ), per_day AS (
     SELECT experiment_id, arm, segment, day, count(*) AS new_units FROM daily GROUP BY ALL

@@ -1,11 +1,13 @@
 """The code location: loads the ``defs/`` folder and binds the resources once.
 
 Resource paths are resolved when a run starts (``ZCL_WAREHOUSE``, ``ZCL_LANDING_DIR`` or the
-defaults under ``<project root>/data/``), never at import.
+defaults under ``<project root>/data/``), never at import. ``ZCL_DUCKDB_MEMORY_LIMIT`` (a DuckDB
+size such as ``4GB``) overrides the warehouse's memory limit per connection.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -18,8 +20,9 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 
 def build_resources(warehouse_path: str | None = None, landing_dir: str | None = None) -> dict[str, object]:
     """The resources of every run; explicit paths win over the environment and defaults."""
+    memory = os.environ.get("ZCL_DUCKDB_MEMORY_LIMIT")
     return {
-        "warehouse": Warehouse(path=warehouse_path or str(default_warehouse_path())),
+        "warehouse": Warehouse(path=warehouse_path or str(default_warehouse_path()), **({"memory_limit": memory} if memory else {})),
         "landing": LandingStore(root=landing_dir or str(default_landing_dir())),
     }
 

@@ -87,18 +87,18 @@ def experience(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.Ma
     outcome. Assignments whose session is missing or delivered another arm, units assigned to several
     arms or contaminated by such a row (user-randomized), and repeated units of unit-level experiments
     go to `quarantine` (stage `experience`) with the rule and reason."""
-    code = [load_sql(n) for n in ("create_verification_records", "select_experience_candidates", "create_experience",
-                                  "insert_experience_quarantine")]
+    steps = ("select_experience_exclusions", "insert_experience_unit_exclusions", "create_experience",
+             "delete_experience_quarantine", "insert_experience_quarantine")
+    code = [load_sql(n) for n in ("create_verification_records", *steps)]
     with warehouse.connect() as con:
         fingerprint = input_fingerprint(con, *code, *(c.source + ":" + ",".join(c.authoritative_kinds)
                                                       for c in load_evaluation_contracts()))
         unchanged_since = built_at(con, "experience", fingerprint, "experience")
         if unchanged_since is None:
             with transaction(con):
-                con.execute(load_sql("select_experience_candidates"))
-                con.execute(load_sql("create_experience"))
-                con.execute(load_sql("delete_experience_quarantine"))
-                con.execute(load_sql("insert_experience_quarantine"))
+                for step in steps:
+                    con.execute(load_sql(step))
+                con.execute("DROP TABLE experience_exclusions")
                 record_built(con, "experience", fingerprint)
         excluded = con.execute(
             "SELECT rule, count(*) AS rows FROM quarantine WHERE stage = 'experience' GROUP BY ALL ORDER BY ALL"
