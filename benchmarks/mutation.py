@@ -216,7 +216,8 @@ def run_python_mutants(copy: Path, folders: list[str], max_children: int, log: P
     todo = names
     if names:
         status = mutmut_results(copy)
-        todo = [n for n in names if status.get(n, "not checked") == "not checked"]
+        # a timeout is run again: a changed timeout setting makes mutmut forget it
+        todo = [n for n in names if status.get(n, "not checked") in ("not checked", "timeout")]
     if run and (todo or not names):
         with log.open("a") as out:
             subprocess.run([sys.executable, "-c", RUN_MUTMUT, "run", "--max-children", str(max_children), *(todo or [])],
