@@ -208,7 +208,7 @@ def mutmut_results(copy: Path) -> dict[str, str]:
 
 
 def run_python_mutants(copy: Path, folders: list[str], max_children: int, log: Path,
-                       names: list[str] | None = None, run: bool = True) -> list[dict]:
+                       names: list[str] | None = None, run: bool = True, rerun: bool = False) -> list[dict]:
     """Run mutmut in ``copy`` (on ``names`` only, if given, and of those only the ones not
     checked yet; ``run=False``: nothing, the results so far are read); return one record per
     mutant of ``folders`` that has run: name, folder, status, and the diff of a survivor."""
@@ -217,7 +217,7 @@ def run_python_mutants(copy: Path, folders: list[str], max_children: int, log: P
     if names:
         status = mutmut_results(copy)
         # a timeout is run again: a changed timeout setting makes mutmut forget it
-        todo = [n for n in names if status.get(n, "not checked") in ("not checked", "timeout")]
+        todo = [n for n in names if rerun or status.get(n, "not checked") in ("not checked", "timeout")]
     if run and (todo or not names):
         with log.open("a") as out:
             subprocess.run([sys.executable, "-c", RUN_MUTMUT, "run", "--max-children", str(max_children), *(todo or [])],
@@ -361,6 +361,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--resume", action="store_true",
                         help="go on with the mutants of the last run in --workdir (its copy of the project is kept)")
+    parser.add_argument("--rerun", action="store_true",
+                        help="with --resume: run every sampled mutant again, keeping mutmut's generated mutants and stats")
     parser.add_argument("--report", action="store_true",
                         help="run nothing: report the Python mutants of the last (possibly interrupted) run")
     args = parser.parse_args()
@@ -388,7 +390,8 @@ def main() -> None:
             drawn = sample_mutants(copy, python_folders, args.sample, args.seed, args.max_children, log, args.resume)
             population, names = drawn["all"], drawn["sample"]
             print(f"  mutants per folder: {population}; a sample of {args.sample} each (seed {args.seed})", flush=True)
-        records += run_python_mutants(copy, python_folders, args.max_children, log, names, run=not args.report)
+        records += run_python_mutants(copy, python_folders, args.max_children, log, names, run=not args.report,
+                                      rerun=args.rerun)
         seconds["python"] = round(time.perf_counter() - started)
     for folder in PLANTED:
         if folder not in args.folders:
