@@ -7,6 +7,7 @@ import datetime as dt
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
 
 from tests.analysis.looks import DAY0, binary, build, registration
 from zcl_assets.analysis.engine import analyse
@@ -84,3 +85,24 @@ def test_outcome_imbalance_false_alarms_stay_below_its_level():
     valid = rule_one(grid, assigned, v, shares.select("experiment_id", "segment", "arm", "share"),
                      exps.head(200).with_columns(pl.lit(9000.0).alias("srm_n_star")), none, drift)
     assert (valid.imbalance_p[:, -1] < SRM_ALPHA).mean() > 0.9
+
+
+@pytest.mark.parametrize("arrivals", [
+    np.random.default_rng(4).multinomial(2000, [0.3, 0.7], size=8),
+    np.array([[1, 3], [0, 2], [2, 2], [1, 4], [3, 1]]),  # control's cumulative count is 1 on night 2
+])
+def test_the_fixed_horizon_chi_square_of_an_unknown_split_is_pearson_on_the_nightly_arrivals(arrivals):
+    # With no registered split, srm_chisquare_p is the chi-square test of homogeneity of the
+    # nights' arrivals across arms (nights with units as rows): scipy's chi2_contingency.
+    cum = arrivals.cumsum(0)
+    reg = registration("c", ["control", "t1"], "unknown", min_samples_per_arm=1)
+    out = analyse(build([reg], nightly("c", ["control", "t1"], cum), DAY0 + dt.timedelta(days=len(cum) - 1))).sort("as_of")
+    got = out.get_column("srm_chisquare_p").to_numpy()
+    assert got.size == len(cum)
+    for night in range(len(cum)):
+        rows = arrivals[: night + 1]
+        rows = rows[rows.sum(axis=1) > 0]
+        if len(rows) < 2:
+            assert np.isnan(got[night])
+        else:
+            assert got[night] == pytest.approx(stats.chi2_contingency(rows, correction=False).pvalue, rel=1e-9)

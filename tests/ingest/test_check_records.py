@@ -1,0 +1,42 @@
+"""check_records: the row-level problems of records before landing, as staging would find them.
+
+Importers refuse a bad registration with it; here it is called on every kind of table it
+serves, with the problems written out by hand from the contract (contracts/tables.py).
+"""
+
+from __future__ import annotations
+
+from contracts.validate import check_records
+
+OUTCOME = {"schema_version": 1, "session_id": "s1", "success": True, "time_minutes": 3.0, "tokens": 10.0,
+           "score": 0.5, "recorded_at": "2026-01-01T12:00:00Z", "evaluator_id": "ev",
+           "evaluator_version": "1", "evaluator_kind": "human"}
+
+
+def test_a_valid_outcome_has_no_problem_whatever_its_time_zone():
+    # 23:30 at UTC-2 is 01:30 UTC the next day: the record's partition is the UTC day, so the
+    # partition-day rule passes; a time without an offset is read as UTC.
+    records = [OUTCOME, dict(OUTCOME, recorded_at="2026-01-01T23:30:00-02:00"),
+               dict(OUTCOME, recorded_at="2026-01-01T12:00:00")]
+    assert check_records("outcomes", records) == [[], [], []]
+
+
+def test_each_record_gets_its_own_problems():
+    records = [dict(OUTCOME, evaluator_kind="robot"), OUTCOME, dict(OUTCOME, success=1)]
+    assert check_records("outcomes", records) == [
+        [("not_allowed", "evaluator_kind=robot is not one of evaluator, human, self_report, heuristic")],
+        [],
+        [("bad_type", "success=1 is not a valid BOOLEAN")],
+    ]
+
+
+def test_an_unreadable_event_time_is_a_problem_of_the_record_not_an_error():
+    assert check_records("outcomes", [dict(OUTCOME, recorded_at="yesterday")]) == [
+        [("bad_type", 'recorded_at="yesterday" is not a valid TIMESTAMPTZ')]]
+
+
+def test_a_table_other_than_experiments_is_checked_by_its_own_contract():
+    record = {"schema_version": 1, "admission_id": "a", "org_id": "o", "task_type": "t", "state": "landed",
+              "at": "2026-01-01T00:00:00+00:00"}
+    assert check_records("admission_events", [record, dict(record, state="admitted")]) == [
+        [("not_allowed", "state=landed is not one of admitted, consumed, launched, blocked, terminal")], []]
