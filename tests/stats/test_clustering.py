@@ -186,3 +186,10 @@ def test_inverse_square_root_of_a_singular_cluster_block_is_moore_penrose():
     assert np.allclose(r, p, atol=1e-10)
     # A full-rank block: the ordinary inverse square root, diag(4, 1) -> diag(1/2, 1).
     assert np.allclose(_inv_sqrt_psd(np.diag([4.0, 1.0])), np.diag([0.5, 1.0]), atol=1e-12)
+
+
+@pytest.mark.parametrize("field", ["n_users", "sum_m", "sum_y2", "sum_m2"])
+def test_delta_method_mean_names_the_negative_sum(field):
+    sums = {"n_users": 10, "sum_y": 5.0, "sum_y2": 30.0, "sum_m": 20, "sum_m2": 50, "sum_ym": 12.0}
+    with pytest.raises(ValueError, match=f"^{field} must be non-negative$"):
+        delta_method_mean(**{**sums, field: -1})

@@ -88,3 +88,17 @@ def test_dersimonian_laird_tau2_is_truncated_at_zero():
     assert res.q == pytest.approx(0.0628571428571, rel=1e-9)
     half = stats.t.ppf(0.975, 2) * np.sqrt(0.0628571428571 / (2 * 525))
     assert (res.ci_low, res.ci_high) == (pytest.approx(45 / 525 - half, rel=1e-9), pytest.approx(45 / 525 + half, rel=1e-9))
+
+
+def test_hksj_with_two_studies_the_fewest_it_takes():
+    # By hand, y = (0.1, 0.3), v = (0.01, 0.02): w = (100, 50), mu_FE = 25/150 = 0.166667,
+    # Q = 100 * 0.066667^2 + 50 * 0.133333^2 = 1.333333, DL tau^2 = (Q - 1) / (150 - 12500/150)
+    # = 0.333333 / 66.666667 = 0.005; w* = (1/0.015, 1/0.025) = (66.667, 40), mu = 18.6667/106.667
+    # = 0.175; HKSJ se^2 = (66.667 * 0.075^2 + 40 * 0.125^2) / (1 * 106.667) = 0.009375, se = 0.0968246;
+    # t(0.975, 1) = 12.7062 (scipy), half-width 1.230273; p = 2 t.sf(0.175 / 0.0968246, 1) = 0.321722.
+    res = hksj_random_effects([0.1, 0.3], [0.01, 0.02])
+    assert res.k == 2 and res.df == 1.0
+    assert res.tau2 == pytest.approx(0.005, rel=1e-9)
+    assert res.estimate == pytest.approx(0.175, rel=1e-12)
+    assert (res.ci_low, res.ci_high) == pytest.approx((0.175 - 1.2302729834, 0.175 + 1.2302729834), rel=1e-9)
+    assert res.pvalue == pytest.approx(0.3217224930, rel=1e-8)
