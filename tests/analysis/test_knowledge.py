@@ -67,3 +67,13 @@ def test_nothing_to_withdraw_before_the_first_claim():
     assert promote(looks(["continue", "invalid", "invalid"]), empty(), EVALUATORS, SOURCE).height == 0
     out = promote(looks(["invalid", "adopt", "invalid"]), empty(), EVALUATORS, SOURCE)
     assert out.get_column("claim").to_list() == ["adopt", "withdrawn"]
+
+
+def test_the_evidence_digest_is_a_fingerprint_of_the_values_not_of_their_order():
+    from zcl_assets.analysis.knowledge import _digest
+
+    evidence = {"n_control": 100, "n_treatment": 98, "ci_low": 0.01, "decision": "adopt", "srm_p": None}
+    reordered = dict(reversed(list(evidence.items())))
+    assert _digest(reordered) == _digest(evidence)
+    assert _digest({**evidence, "n_treatment": 99}) != _digest(evidence)
+    assert _digest({**evidence, "srm_p": "None"}) != _digest(evidence)  # a missing value is not the text None

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 from scipy.special import comb
 
-from zcl_assets.stats.srm import srm_chisquare, srm_sequential
+from zcl_assets.stats.srm import srm_chisquare, srm_constancy, srm_sequential
 
 
 def test_chisquare_references():
@@ -78,3 +78,23 @@ def test_sequential_null_false_positive_rate_nightly_looks():
     res = srm_sequential(cum, shares, looks_axis=1)
     fired = (res.pvalue[:, -1] < 0.05).mean()
     assert fired <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / n_exp)
+
+
+@pytest.mark.parametrize("test", ["sequential", "constancy"])
+def test_a_look_with_a_missing_count_ends_its_experiment_there_and_spares_the_others(test):
+    # Two experiments in one call (looks on axis 1): the first loses a count at look 2, so its
+    # p-values are NaN from there on (a running minimum past a missing look is not trustworthy),
+    # while its first two looks and the whole of the other experiment read as they do alone.
+    cum = np.array([[[50, 50], [100, 104], [np.nan, 150], [200, 210], [260, 250]],
+                    [[50, 52], [101, 99], [150, 149], [199, 201], [240, 262]]], dtype=float)
+
+    def run(counts, axis):
+        if test == "sequential":
+            return srm_sequential(counts, [0.5, 0.5], 100.0, looks_axis=axis).pvalue
+        return srm_constancy(counts, looks_axis=axis).pvalue
+
+    both = run(cum, 1)
+    np.testing.assert_allclose(both[0, :2], run(cum[0, :2], 0), rtol=1e-12)
+    assert np.isnan(both[0, 2:]).all()
+    np.testing.assert_allclose(both[1], run(cum[1], 0), rtol=1e-12)
+    assert np.isfinite(both[1]).all()
