@@ -260,7 +260,7 @@ def apply_change(text: str, change: PlantedChange) -> str:
     return text.replace(change.find, change.replace)
 
 
-def run_planted(copy: Path, folder: str, log: Path) -> list[dict]:
+def run_planted(copy: Path, folder: str, log: Path, only: list[str] | None = None) -> list[dict]:
     """Apply each planted change of ``folder`` in ``copy`` alone, run its tests, restore the file.
 
     A kill counts only when the test that failed passes on the unchanged copy: the failing
@@ -270,6 +270,8 @@ def run_planted(copy: Path, folder: str, log: Path) -> list[dict]:
     records = []
     with log.open("w") as out:
         for change in PLANTED[folder]:
+            if only and change.name not in only:
+                continue
             path = copy / change.file
             original = path.read_text()
             path.write_text(apply_change(original, change))
@@ -361,11 +363,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--resume", action="store_true",
                         help="go on with the mutants of the last run in --workdir (its copy of the project is kept)")
+    parser.add_argument("--only", nargs="+", default=None,
+                        help="run only these planted changes (by name), e.g. the survivors of the last run")
     parser.add_argument("--rerun", action="store_true",
                         help="with --resume: run every sampled mutant again, keeping mutmut's generated mutants and stats")
     parser.add_argument("--report", action="store_true",
                         help="run nothing: report the Python mutants of the last (possibly interrupted) run")
     args = parser.parse_args()
+    known = {change.name for changes in PLANTED.values() for change in changes}
+    if args.only and set(args.only) - known:
+        raise SystemExit(f"no planted change named {sorted(set(args.only) - known)}")
     if args.report:
         if not (args.workdir / "project" / "mutants").exists():
             raise SystemExit(f"no earlier run in {args.workdir} to report")
@@ -400,7 +407,7 @@ def main() -> None:
         log = args.workdir / f"{folder}.log"
         print(f"{len(PLANTED[folder])} planted {folder} changes (log: {log})", flush=True)
         check_applicable(copy, folder)
-        records += run_planted(copy, folder, log)
+        records += run_planted(copy, folder, log, args.only)
         seconds[folder] = round(time.perf_counter() - started)
 
     mark_equivalents(records)
