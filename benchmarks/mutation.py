@@ -88,6 +88,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "the bisection's first np.where broadcasts lo and hi to the shape of r anyway (checked with r of "
         "shapes (3,) and (2, 1) against scalar other inputs)",
     ),
+    "contracts.validate.x_check_records__mutmut_104": (
+        "-            f\"CAST(metric_caps AS VARCHAR) FROM ({candidate_select(contract, Source('json', 'records'))})\"\n"
+        "+            f\"CAST(metric_caps AS VARCHAR) FROM ({candidate_select(contract, Source('json', 'RECORDS'))})\"",
+        "DuckDB resolves identifiers case-insensitively, quoted or not: RECORDS names the registered records",
+    ),
 }
 
 
