@@ -44,6 +44,7 @@ def test_the_catalogue_covers_every_contract_metric_and_decides_the_kind():
     assert CATALOGUE["success"].binary and not CATALOGUE["tokens"].binary
     assert CATALOGUE["time_minutes"].cap == "time_minutes" and CATALOGUE["time_minutes"].direction == "decrease"
     assert metric_spec("metric_3").binary is False  # names of aggregate exports
+    assert (metric_spec("metric_3").direction, metric_spec("metric_3").cap) == ("increase", None)
     assert primary_kind("success", "session", "many") is BINARY_PROPORTION
     assert primary_kind("success", "user", "many") is CONTINUOUS_MEAN  # per-user means of a binary metric
     assert primary_kind("success", "user", "one") is BINARY_PROPORTION

@@ -162,6 +162,7 @@ def test_the_baseline_of_a_control_arm_not_named_control_is_watched_for_drift(sy
     assert (r["control_arm"], r["treatment_arm"]) == ("current", "candidate")
     assert r["baseline_drift"] and r["decision"] == "invalid"
     assert r["invalid_since"] == dt.date.fromisoformat(DRIFT_DAY)
+    assert f"invalid since {DRIFT_DAY}: " in r["decision_reason"]  # the report's words
 
 
 def test_nothing_after_the_look_enters_it(synthetic):
@@ -179,6 +180,13 @@ def test_the_look_of_one_night_is_that_night_of_the_stored_looks(synthetic):
     # take_look computes the night asked for alone; the job (take_looks) computed and stored every
     # night, so the stored rows of that night are the independent answer.
     _, con = synthetic
+    # the job stores the nights of each experiment before the look too (the world's data
+    # starts on 2026-03-01), not the look's night alone
+    spans = con.execute("SELECT experiment_id, count(DISTINCT as_of), min(as_of), max(as_of) "
+                        "FROM experiment_analysis GROUP BY ALL").fetchall()
+    assert len(spans) == 3
+    assert all(n > 10 and first == dt.date(2026, 3, 1) and last == dt.date.fromisoformat(AS_OF)
+               for _, n, first, last in spans)
     fresh = take_look(con, AS_OF, reuse=False)
     assert fresh.get_column("as_of").unique().to_list() == [dt.date.fromisoformat(AS_OF)]
     stored = con.execute("SELECT * FROM experiment_analysis WHERE as_of = ?", [AS_OF]).pl()

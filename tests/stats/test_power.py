@@ -97,6 +97,7 @@ def test_guardrails_split_type_two_error():
         (dict(mde=np.nan), "MDE is zero or not finite"),
         (dict(mde=np.inf), "MDE is zero or not finite"),
         (dict(verified_share=0.0), "verified share not in (0, 1]"),
+        (dict(verified_share=1.5), "verified share not in (0, 1]"),  # a share above 1 is no share
         (dict(mde=0.6), "baseline plus MDE not in (0, 1)"),
         (dict(baseline_mean=0.0), "baseline proportion not in (0, 1)"),
         (dict(alpha=0.0), "alpha not in (0, 1)"),
@@ -184,3 +185,10 @@ def test_a_missing_value_read_as_none_gives_nan_not_an_exception():
     assert np.isnan(mde_at(1000, 0.5, [0.05, None], 0.8)[1])
     days = days_to_sample(100, None, 0.5)
     assert float(days.days) == math.inf and not bool(days.reachable)  # no known traffic: never
+
+
+def test_the_plan_reports_the_design_it_was_made_with():
+    # v = 0.8, DE = 1.2, R = 1.5 are echoed back, and enter N_plan = ceil(R DE n_fixed / v).
+    p = planned_sample(0.5, 0.1, 0.05, 0.8, 10, inflation=1.5, design_effect=1.2, verified_share=0.8)
+    assert (float(p.verified_share), float(p.design_effect), float(p.inflation)) == (0.8, 1.2, 1.5)
+    assert float(p.n_plan) == math.ceil(1.5 * 1.2 * float(n_fixed(0.5, 0.1, 0.05, 0.8)) / 0.8)
