@@ -153,13 +153,19 @@ harness.PytestRunner._pytest_args_regular_run = _fastest_first
 import mutmut.__main__ as _main
 _collect = _main.collect_source_file_mutation_data
 
+_rank = {}
+_worst_case = _main.estimated_worst_case_time
+
 def _in_given_order(*, mutant_names):
     mutants, by_path = _collect(mutant_names=mutant_names)
-    rank = {name: i for i, name in enumerate(mutant_names or ())}
-    mutants.sort(key=lambda m: rank.get(m[1], len(rank)))
+    _rank.update({name: i for i, name in enumerate(mutant_names or ())})
     return mutants, by_path
 
+def _given_rank(name):  # mutmut runs the mutants sorted by this, fastest first by default
+    return _rank[name] if name in _rank else _worst_case(name)
+
 _main.collect_source_file_mutation_data = _in_given_order
+_main.estimated_worst_case_time = _given_rank
 sys.exit(_main.cli())
 """
 
