@@ -88,6 +88,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "the bisection's first np.where broadcasts lo and hi to the shape of r anyway (checked with r of "
         "shapes (3,) and (2, 1) against scalar other inputs)",
     ),
+    "zcl_assets.analysis.quality.x_rule_one__mutmut_564": (
+        "-    invalid = grid.within_epoch(np.maximum, fires.astype(float), 0.0) > 0\n"
+        "+    invalid = grid.within_epoch(np.maximum, fires.astype(None), 0.0) > 0",
+        "NumPy's astype(None) is astype(float64), the same as astype(float)",
+    ),
     "contracts.validate.x_check_records__mutmut_104": (
         "-            f\"CAST(metric_caps AS VARCHAR) FROM ({candidate_select(contract, Source('json', 'records'))})\"\n"
         "+            f\"CAST(metric_caps AS VARCHAR) FROM ({candidate_select(contract, Source('json', 'RECORDS'))})\"",
