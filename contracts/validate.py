@@ -251,8 +251,9 @@ def candidate_select(contract: TableContract, source: Source) -> str:
     ))
     for f in fields:
         conditions.extend(_domain_rules(f))
-    for rule in contract.row_rules:
-        conditions.append((rule.name, f"NOT coalesce(({_qualify(rule.sql, contract)}), true)", sql_literal(rule.reason)))
+    for rule in contract.row_rules:  # over the fields of a readable record only (not a truncated line)
+        conditions.append((rule.name, f"({readable}) AND NOT coalesce(({_qualify(rule.sql, contract)}), true)",
+                           sql_literal(rule.reason)))
 
     typed_columns = []
     for f, sql in zip(fields, parts):
