@@ -251,8 +251,9 @@ def candidate_select(contract: TableContract, source: Source) -> str:
     ))
     for f in fields:
         conditions.extend(_domain_rules(f))
-    for rule in contract.row_rules:
-        conditions.append((rule.name, f"NOT coalesce(({_qualify(rule.sql, contract)}), true)", sql_literal(rule.reason)))
+    for rule in contract.row_rules:  # over the fields of a readable record only (not a truncated line)
+        conditions.append((rule.name, f"({readable}) AND NOT coalesce(({_qualify(rule.sql, contract)}), true)",
+                           sql_literal(rule.reason)))
 
     typed_columns = []
     for f, sql in zip(fields, parts):
@@ -339,14 +340,15 @@ def check_records(table: str, records: list[dict]) -> list[list[tuple[str, str]]
 
     contract = CONTRACTS[table]
     lines = [json.dumps(r, default=str) for r in records]
-    days = []
-    for r in records:
-        try:
-            day = dt.datetime.fromisoformat(str(r.get(contract.event_time)).replace("Z", "+00:00"))
-            day = (day if day.tzinfo else day.replace(tzinfo=dt.timezone.utc)).astimezone(dt.timezone.utc).date()
-        except ValueError:
-            day = dt.date(1970, 1, 1)
-        days.append(day)
+    # each record in the partition of its event time's UTC day, read as staging reads it (a
+    # JSON string cast to TIMESTAMPTZ by DuckDB); an unreadable time gets a day of its own,
+    # and its bad_type problem
+    times = [r.get(contract.event_time) if isinstance(r.get(contract.event_time), str) else None for r in records]
+    with duckdb.connect() as con:
+        con.execute("SET TimeZone = 'UTC'")
+        (read,) = con.execute("SELECT list_transform(CAST($t AS VARCHAR[]), x -> CAST(TRY_CAST(x AS TIMESTAMPTZ) AS DATE))",
+                              {"t": times}).fetchone()
+    days = [d or dt.date(1970, 1, 1) for d in read]
     frame = pl.DataFrame(
         {"__partition_day": days, "__source_file": ["check"] * len(lines), "__source_row": list(range(1, len(lines) + 1)),
          "__record": lines, "__error": [None] * len(lines), "__encoding_error": [False] * len(lines)},

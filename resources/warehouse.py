@@ -8,6 +8,7 @@ naive timestamps are UTC and offsets are kept (``TIMESTAMPTZ``).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +36,26 @@ SCHEMA_FILES: tuple[str, ...] = (
 # Tables of the layout before the archive (raw rows as JSON text, staged DDL of its own):
 # their contents derive from the landing folder, so they are dropped and rebuilt.
 _LEGACY_TABLES = ("raw_records", "landing_manifest", *(c.staged_table for c in CONTRACTS.values()))
+
+
+_SIZE = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)", re.IGNORECASE)
+
+
+def check_memory_limit(value: str, source: str = "memory_limit") -> str:
+    """``value`` if it is a DuckDB size (``2500MB``, ``4GB``, ``3.5GiB``); else ``ValueError``
+    naming ``source`` (where the value came from), so a typo is reported before a run starts
+    and never pasted into SQL.
+
+    >>> check_memory_limit("4GB")
+    '4GB'
+    >>> check_memory_limit("banana", "ZCL_DUCKDB_MEMORY_LIMIT")
+    Traceback (most recent call last):
+    ...
+    ValueError: ZCL_DUCKDB_MEMORY_LIMIT='banana' is not a DuckDB memory size such as 2500MB, 4GB or 3.5GiB
+    """
+    if not _SIZE.fullmatch(value.strip()):
+        raise ValueError(f"{source}={value!r} is not a DuckDB memory size such as 2500MB, 4GB or 3.5GiB")
+    return value.strip()
 
 
 class Warehouse(dg.ConfigurableResource):
@@ -74,7 +95,7 @@ class Warehouse(dg.ConfigurableResource):
         con = self._open(db_path, read_only)
         try:
             con.execute("SET TimeZone = 'UTC'")
-            con.execute(f"SET memory_limit = '{self.memory_limit}'")
+            con.execute(f"SET memory_limit = '{check_memory_limit(self.memory_limit)}'")
             # Tables are rebuilt whole and every read that needs an order says ORDER BY, so
             # DuckDB may stream inserts in any order: this lets large joins and windows
             # spill instead of holding the whole result in memory.

@@ -15,9 +15,15 @@
 -- Registered frames: analysed_metrics(experiment_id, metric, resolution),
 -- segment_bounds(experiment_id, segment, starts_at).
 --
--- A session-randomized experiment's unit is one row of the experience table: it is observed
--- once per metric, on one day, so its change is its whole state and it needs no grouping by
--- unit or day; only user-randomized units take the path by unit and day. An experiment
+-- A session's outcome as of a night is its latest authoritative outcome recorded by then: a
+-- session with several (a re-evaluation, a corrected outcome) enters with its first and
+-- changes on the day of each later one, so a correction never removes it from earlier nights.
+-- Registered table: verification_records (every outcome, authoritative or not).
+--
+-- A session-randomized experiment's unit is one row of the experience table: with one
+-- authoritative outcome it is observed once per metric, on one day, so its change is its whole
+-- state and it needs no grouping by unit or day; user-randomized units and revised sessions
+-- take the path by unit and day. An experiment
 -- without a declared allocation change has one stratum (0). CTEs read twice are not
 -- materialized, so ten million rows stream through within the memory limit.
 WITH registered AS (
@@ -27,12 +33,13 @@ WITH registered AS (
     FROM staged_experiments
 ), assigned AS NOT MATERIALIZED (
     SELECT x.*, CASE WHEN r.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END AS unit,
-           r.randomization_unit = 'user' AS by_user, r.cap_time, r.cap_tokens
+           r.randomization_unit = 'user' AS by_user, x.authoritative_outcomes > 1 AS revised,
+           r.cap_time, r.cap_tokens
     FROM experience x JOIN registered r USING (experiment_id)
     WHERE x.assigned_at < $as_of_end
 ), unit_first AS (
     SELECT experiment_id, unit, min(assigned_at) AS first_assigned_at FROM assigned
-    WHERE by_user GROUP BY ALL
+    WHERE by_user OR revised GROUP BY ALL
 ), unit_segment AS (
     SELECT u.experiment_id, u.unit, coalesce(max(b.segment), 0) AS segment
     FROM unit_first u LEFT JOIN segment_bounds b
@@ -45,38 +52,67 @@ WITH registered AS (
     WHERE NOT a.by_user
     GROUP BY ALL
 ), measured AS (
-    -- one row per analysed (observation, metric): each metric read only where it is analysed
+    -- one row per analysed (observation, metric): each metric read only where it is analysed;
+    -- a cap applies to a value that exceeds it (least() would skip a missing value and give
+    -- the cap in its place)
     SELECT a.*, am.metric, am.resolution,
            CASE am.metric WHEN 'success' THEN a.success
-                          WHEN 'time_minutes' THEN least(a.time_minutes, coalesce(a.cap_time, a.time_minutes))
-                          WHEN 'tokens' THEN least(a.tokens, coalesce(a.cap_tokens, a.tokens))
+                          WHEN 'time_minutes' THEN CASE WHEN a.time_minutes > a.cap_time THEN a.cap_time ELSE a.time_minutes END
+                          WHEN 'tokens' THEN CASE WHEN a.tokens > a.cap_tokens THEN a.cap_tokens ELSE a.tokens END
                           WHEN 'score' THEN a.score END AS value
     FROM assigned a JOIN analysed_metrics am ON am.experiment_id = a.experiment_id
-    WHERE a.verified AND a.recorded_at < $as_of_end
+    WHERE a.verified AND a.recorded_at < $as_of_end AND NOT a.revised
+), revisions AS (
+    -- a revised session: every authoritative outcome recorded before the end, in the order
+    -- that puts the experience table's choice (latest, then evaluator id, then version) last
+    SELECT a.experiment_id, a.arm, a.unit, a.by_user, a.session_id, am.metric, am.resolution,
+           CAST(greatest(a.assigned_at, v.recorded_at) AS DATE) AS revision_day,
+           CAST(round(CASE am.metric WHEN 'success' THEN CAST(v.success AS DOUBLE)
+                          WHEN 'time_minutes' THEN CASE WHEN v.time_minutes > a.cap_time THEN a.cap_time ELSE v.time_minutes END
+                          WHEN 'tokens' THEN CASE WHEN v.tokens > a.cap_tokens THEN a.cap_tokens ELSE v.tokens END
+                          WHEN 'score' THEN v.score END / am.resolution) AS HUGEINT) AS y,
+           v.recorded_at, v.evaluator_id, v.evaluator_version
+    FROM assigned a JOIN analysed_metrics am ON am.experiment_id = a.experiment_id
+    JOIN verification_records v ON v.session_id = a.session_id
+    WHERE a.revised AND v.authoritative AND v.recorded_at < $as_of_end
+), revision_changes AS (
+    -- each version replaces the one before: its value minus the previous one, and one
+    -- observation more or less when a value appears or disappears (a version without it)
+    SELECT *, lag(y) OVER (PARTITION BY experiment_id, session_id, metric
+                           ORDER BY recorded_at, evaluator_id DESC, evaluator_version DESC) AS previous_y
+    FROM revisions
 ), observed AS NOT MATERIALIZED (
-    SELECT experiment_id, arm, unit, metric, by_user,
-           CAST(round(value / resolution) AS HUGEINT) AS y,
+    SELECT experiment_id, arm, unit, metric, by_user, false AS revised,
+           CAST(round(value / resolution) AS HUGEINT) AS y, CAST(1 AS HUGEINT) AS m,
            CAST(greatest(assigned_at, recorded_at) AS DATE) AS day,
            resolution
     FROM measured WHERE value IS NOT NULL
+    UNION ALL
+    SELECT experiment_id, arm, unit, metric, by_user, true AS revised,
+           coalesce(y, 0) - coalesce(previous_y, 0) AS y,
+           CAST(CAST(y IS NOT NULL AS INTEGER) - CAST(previous_y IS NOT NULL AS INTEGER) AS HUGEINT) AS m,
+           revision_day AS day, resolution
+    FROM revision_changes
 ), unit_day AS (
     SELECT experiment_id, arm, unit, metric, day, any_value(resolution) AS resolution,
-           sum(y) AS dy, CAST(count(*) AS HUGEINT) AS dm
-    FROM observed WHERE by_user GROUP BY experiment_id, arm, unit, metric, day
+           sum(y) AS dy, sum(m) AS dm, bool_or(revised) AS revised
+    FROM observed WHERE by_user OR revised GROUP BY experiment_id, arm, unit, metric, day
 ), repeated AS (
-    -- units observed on more than one day: only their paths need windows over days
-    SELECT experiment_id, arm, unit, metric FROM unit_day GROUP BY ALL HAVING count(*) > 1
+    -- units observed on more than one day, and revised sessions: only their paths need
+    -- windows over days
+    SELECT experiment_id, arm, unit, metric FROM unit_day GROUP BY ALL HAVING count(*) > 1 OR bool_or(revised)
 ), unit_path AS (
     SELECT *,
            sum(dy) OVER w AS y_now, sum(dm) OVER w AS m_now
     FROM unit_day SEMI JOIN repeated USING (experiment_id, arm, unit, metric)
     WINDOW w AS (PARTITION BY experiment_id, arm, unit, metric ORDER BY day ROWS UNBOUNDED PRECEDING)
 ), unit_state AS (
-    SELECT *, CAST(round(y_now * 1000000 / m_now) AS HUGEINT) AS v_now  -- exact HUGEINT, rounded mean
+    -- exact HUGEINT, rounded mean; 0 while a revised session has no value of the metric
+    SELECT *, CASE WHEN m_now > 0 THEN CAST(round(y_now * 1000000 / m_now) AS HUGEINT) ELSE 0 END AS v_now
     FROM unit_path
 ), unit_change AS (
     SELECT s.experiment_id, s.arm, s.metric, g.segment, s.day, s.resolution,
-           CASE WHEN lag(s.m_now) OVER w IS NULL THEN 1 ELSE 0 END AS dn,
+           CAST(s.m_now > 0 AS INTEGER) - coalesce(CAST(lag(s.m_now) OVER w > 0 AS INTEGER), 0) AS dn,
            s.v_now - coalesce(lag(s.v_now) OVER w, 0) AS dv,
            s.v_now * s.v_now - coalesce(lag(s.v_now * s.v_now) OVER w, 0) AS dv2,
            s.dy, s.y_now * s.y_now - coalesce(lag(s.y_now * s.y_now) OVER w, 0) AS dy2,
@@ -99,7 +135,7 @@ WITH registered AS (
            o.y AS dy, o.y * o.y AS dy2, CAST(1 AS HUGEINT) AS dm, CAST(1 AS HUGEINT) AS dm2, o.y AS dym
     FROM observed o LEFT JOIN session_segment g USING (experiment_id, unit)
     CROSS JOIN LATERAL (SELECT CAST(round(o.y * 1000000 / 1) AS HUGEINT) AS v_now) v
-    WHERE NOT o.by_user
+    WHERE NOT o.by_user AND NOT o.revised
 ), arm_day AS (
     SELECT experiment_id, arm, metric, segment, day, any_value(resolution) AS resolution,
            sum(dn) AS dn, sum(dv) AS dv, sum(dv2) AS dv2, sum(dy) AS dy, sum(dy2) AS dy2,

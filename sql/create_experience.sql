@@ -35,4 +35,4 @@ FROM staged_assignments a
 JOIN staged_experiments e USING (experiment_id)
 JOIN staged_sessions s USING (session_id)
 LEFT JOIN verified v USING (session_id)
-WHERE a.rowid NOT IN (SELECT assignment_row FROM experience_exclusions)
+ANTI JOIN experience_exclusions x ON x.partition_day = a.partition_day AND x.source_file = a.source_file AND x.source_row = a.source_row

@@ -1,7 +1,7 @@
--- Every excluded assignment, with the lineage of its staged row (file, row, day) and the
+-- Every excluded assignment, with the lineage of its staged row (day, file, row) and the
 -- rule and reason of its exclusion.
 INSERT INTO quarantine (source_table, partition_day, source_file, source_row, stage, rule, reason, record, quarantined_at)
-SELECT 'assignments', a.partition_day, a.source_file, a.source_row, 'experience', x.exclusion,
+SELECT 'assignments', x.partition_day, x.source_file, x.source_row, 'experience', x.exclusion,
     CASE x.exclusion
         WHEN 'no_session' THEN 'no staged session ' || x.session_id || ' for this assignment'
         WHEN 'delivered_arm_mismatch' THEN 'assigned ' || x.arm || ' but the session delivered '
@@ -12,4 +12,4 @@ SELECT 'assignments', a.partition_day, a.source_file, a.source_row, 'experience'
     END,
     to_json({session_id: x.session_id, experiment_id: x.experiment_id, arm: x.arm, unit_id: x.unit_id, delivered_arm: x.delivered_arm}),
     current_timestamp
-FROM experience_exclusions x JOIN staged_assignments a ON a.rowid = x.assignment_row
+FROM experience_exclusions x

@@ -5,13 +5,13 @@
 -- 'one': every clean row of a unit after its first by assignment time and session id).
 INSERT INTO experience_exclusions
 WITH units AS (
-    SELECT a.rowid AS assignment_row, a.experiment_id, a.session_id, a.unit_id, a.arm, a.assigned_at,
+    SELECT a.partition_day, a.source_file, a.source_row, a.experiment_id, a.session_id, a.unit_id, a.arm, a.assigned_at,
            s.delivered_arm, s.experiment_id AS session_experiment_id, x.exclusion AS row_rule,
            e.randomization_unit, e.sessions_per_unit
     FROM staged_assignments a
     JOIN staged_experiments e USING (experiment_id)
     LEFT JOIN staged_sessions s USING (session_id)
-    LEFT JOIN experience_exclusions x ON x.assignment_row = a.rowid
+    LEFT JOIN experience_exclusions x ON x.partition_day = a.partition_day AND x.source_file = a.source_file AND x.source_row = a.source_row
     WHERE e.randomization_unit = 'user' OR e.sessions_per_unit = 'one'
 ), unit_problems AS (
     SELECT experiment_id, unit_id, count(DISTINCT arm) > 1 AS multiple_arms, count(row_rule) > 0 AS contaminated
@@ -22,7 +22,7 @@ WITH units AS (
     FROM units WHERE sessions_per_unit = 'one' AND row_rule IS NULL GROUP BY ALL
 )
 SELECT * FROM (
-    SELECT u.assignment_row, u.experiment_id, u.session_id, u.unit_id, u.arm, u.delivered_arm, u.session_experiment_id,
+    SELECT u.partition_day, u.source_file, u.source_row, u.experiment_id, u.session_id, u.unit_id, u.arm, u.delivered_arm, u.session_experiment_id,
         CASE WHEN p.multiple_arms THEN 'unit_multiple_arms'
              WHEN p.contaminated THEN 'unit_contaminated'
              WHEN u.sessions_per_unit = 'one' AND u.session_id <> f.first_session THEN 'repeated_unit' END AS exclusion

@@ -2,11 +2,11 @@
 -- no_session (no staged session of that id), delivered_arm_mismatch (the session belongs to
 -- another experiment or delivered another arm). The whole-unit rules are added by
 -- insert_experience_unit_exclusions.sql; create_experience.sql keeps every other assignment.
--- Rows are identified by the assignment's row id, so this table stays as small as the
+-- Rows are identified by their lineage (day, file, row), so this table stays as small as the
 -- exclusions however many sessions a night holds.
 CREATE OR REPLACE TEMP TABLE experience_exclusions AS
 SELECT * FROM (
-    SELECT a.rowid AS assignment_row, a.experiment_id, a.session_id, a.unit_id, a.arm,
+    SELECT a.partition_day, a.source_file, a.source_row, a.experiment_id, a.session_id, a.unit_id, a.arm,
            s.delivered_arm, s.experiment_id AS session_experiment_id,
            CASE WHEN s.session_id IS NULL THEN 'no_session'
                 WHEN s.experiment_id IS DISTINCT FROM a.experiment_id OR s.delivered_arm IS DISTINCT FROM a.arm

@@ -39,3 +39,22 @@ def test_a_landing_without_experiments_is_a_successful_night(cli_env):
     result = CliRunner().invoke(main, ["run", "--as-of", "2026-10-02"])
     assert result.exit_code == 0, result.output
     assert "no experiment is registered yet" in result.output
+
+
+@pytest.mark.parametrize("value", ["banana", "1GB'; DROP TABLE quarantine; --", "12"])
+def test_a_memory_limit_that_is_not_a_size_is_refused_before_the_run(cli_env, monkeypatch, value):
+    monkeypatch.setenv("ZCL_DUCKDB_MEMORY_LIMIT", value)
+    result = CliRunner().invoke(main, ["run", "--as-of", "2026-10-02"])
+    assert result.exit_code == 1
+    assert "ZCL_DUCKDB_MEMORY_LIMIT" in result.output and "is not a DuckDB memory size" in result.output
+    assert not (cli_env / "warehouse.duckdb").exists()  # nothing was run
+
+
+def test_a_memory_limit_given_as_a_size_is_used(cli_env, monkeypatch):
+    monkeypatch.setenv("ZCL_DUCKDB_MEMORY_LIMIT", "300MB")
+    result = CliRunner().invoke(main, ["run", "--as-of", "2026-10-02"])
+    assert result.exit_code == 0, result.output
+    from zcl_assets.definitions import build_resources
+
+    with build_resources()["warehouse"].connect(read_only=True) as con:
+        assert con.execute("SELECT current_setting('memory_limit')").fetchone()[0] in {"286.1 MiB", "300.0 MB"}

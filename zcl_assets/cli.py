@@ -208,9 +208,14 @@ def _look_day(as_of: str | None, option: str = "--as-of") -> str:
 @click.pass_obj
 def run_command(obj, as_of: str | None) -> None:
     """Load every landed file not yet loaded, then take the night's look, as the schedule does."""
+    from zcl_assets.definitions import build_resources
     from zcl_assets.runner import open_instance, run_night
 
     as_of = _look_day(as_of)
+    try:
+        build_resources()  # a wrong setting (ZCL_DUCKDB_MEMORY_LIMIT) is said before a run starts
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
     home = _ensure_dagster_home()
     with open_instance(home) as instance:
         results = run_night(instance, as_of, echo=click.echo, log_level="WARNING")

@@ -13,14 +13,18 @@ from pathlib import Path
 import dagster as dg
 
 from resources import LandingStore, Warehouse
+from resources.warehouse import check_memory_limit
 from zcl_assets.paths import default_landing_dir, default_warehouse_path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
+MEMORY_LIMIT_VARIABLE = "ZCL_DUCKDB_MEMORY_LIMIT"
 
 
 def build_resources(warehouse_path: str | None = None, landing_dir: str | None = None) -> dict[str, object]:
     """The resources of every run; explicit paths win over the environment and defaults."""
-    memory = os.environ.get("ZCL_DUCKDB_MEMORY_LIMIT")
+    memory = os.environ.get(MEMORY_LIMIT_VARIABLE)
+    if memory:
+        check_memory_limit(memory, MEMORY_LIMIT_VARIABLE)
     return {
         "warehouse": Warehouse(path=warehouse_path or str(default_warehouse_path()), **({"memory_limit": memory} if memory else {})),
         "landing": LandingStore(root=landing_dir or str(default_landing_dir())),

@@ -16,8 +16,8 @@ WITH memory AS (
            CASE m.primary_metric
                WHEN 'score' THEN x.score
                WHEN 'success' THEN x.success
-               WHEN 'time_minutes' THEN least(x.time_minutes, coalesce(m.cap_time, x.time_minutes))
-               WHEN 'tokens' THEN least(x.tokens, coalesce(m.cap_tokens, x.tokens))
+               WHEN 'time_minutes' THEN CASE WHEN x.time_minutes > m.cap_time THEN m.cap_time ELSE x.time_minutes END
+               WHEN 'tokens' THEN CASE WHEN x.tokens > m.cap_tokens THEN m.cap_tokens ELSE x.tokens END
            END AS value
     FROM experience x
     JOIN memory m USING (experiment_id)

@@ -22,16 +22,28 @@ UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 10, 1, tzinfo=UTC)
 
 
-def warehouse(rows, experiments):
+OUTCOME = {"session_id": pl.String, "recorded_at": pl.Datetime("us", "UTC"), "success": pl.Float64,
+           "time_minutes": pl.Float64, "tokens": pl.Float64, "score": pl.Float64}
+VERSION = {**OUTCOME, "evaluator_id": pl.String, "evaluator_version": pl.String, "authoritative": pl.Boolean}
+
+
+def warehouse(rows, experiments, versions=()):
+    """``rows``: experience rows (the latest authoritative outcome of each session); ``versions``:
+    every outcome of the sessions that have several (verification_records)."""
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.register("exp_rows", pl.DataFrame(experiments))
     con.execute("CREATE TABLE staged_experiments AS SELECT * FROM exp_rows")
+    authoritative = defaultdict(int)
+    for v in versions:
+        authoritative[v["session_id"]] += v["authoritative"]
+    rows = [{**r, "authoritative_outcomes": authoritative.get(r["session_id"], int(r["verified"]))} for r in rows]
     con.register("x_rows", pl.DataFrame(rows, schema={
         "experiment_id": pl.String, "arm": pl.String, "unit_id": pl.String, "session_id": pl.String,
-        "assigned_at": pl.Datetime("us", "UTC"), "recorded_at": pl.Datetime("us", "UTC"), "verified": pl.Boolean,
-        "success": pl.Float64, "time_minutes": pl.Float64, "tokens": pl.Float64, "score": pl.Float64}))
-    con.execute("CREATE TABLE experience AS SELECT * FROM x_rows")
+        "assigned_at": pl.Datetime("us", "UTC"), **OUTCOME, "verified": pl.Boolean, "authoritative_outcomes": pl.Int64}))
+    con.execute("CREATE TABLE experience AS SELECT * EXCLUDE (session_id), session_id FROM x_rows")
+    con.register("v_rows", pl.DataFrame(list(versions), schema=VERSION))
+    con.execute("CREATE TABLE verification_records AS SELECT * FROM v_rows")
     return con
 
 
@@ -154,3 +166,66 @@ def test_a_rerun_is_bit_identical_whatever_the_threads():
         other = other.sort("experiment_id", "metric", "arm", "segment", "day")
         assert first.equals(other, null_equal=True)
     assert math.isfinite(first.get_column("m2_v").sum())
+
+
+def version(sid, day, value, metric, evaluator_version, authoritative=True):
+    row = {"session_id": sid, "recorded_at": T0 + dt.timedelta(days=day, hours=12), "success": None,
+           "time_minutes": None, "tokens": None, "score": None, "evaluator_id": "judge",
+           "evaluator_version": evaluator_version, "authoritative": authoritative}
+    row[metric] = value
+    return row
+
+
+def test_a_revised_outcome_counts_from_its_own_day_and_never_removes_a_session_from_earlier_nights():
+    # r1 (session-randomized, control): 20 minutes on day 0, corrected to 30 on day 2; a
+    #     self-report of 99 on day 3 is not authoritative.
+    # r2 (treatment): 15 minutes on day 1, then a version without a time on day 2.
+    # u9 (user-randomized, control): session r3 scores 0.2 on day 0, re-evaluated to 0.9 on
+    #     day 1; session s9 scores 0.4 on day 0 (one outcome).
+    # The experience table holds each session's latest authoritative outcome (30, none, 0.9).
+    rows = [
+        {**session("s", "control", "r1", "r1", 0, 1, 30.0, "time_minutes", recorded_day=2)},
+        {**session("s", "treatment", "r2", "r2", 1, 1, None, "time_minutes", recorded_day=2)},
+        session("u", "control", "u9", "r3", 0, 1, 0.9, "score", recorded_day=1),
+        session("u", "control", "u9", "s9", 0, 2, 0.4, "score"),
+    ]
+    versions = [
+        version("r1", 0, 20.0, "time_minutes", "1"), version("r1", 2, 30.0, "time_minutes", "2"),
+        version("r1", 3, 99.0, "time_minutes", "1", authoritative=False),
+        version("r2", 1, 15.0, "time_minutes", "1"), version("r2", 2, None, "time_minutes", "2"),
+        version("r3", 0, 0.2, "score", "1"), version("r3", 1, 0.9, "score", "2"),
+    ]
+    con = warehouse(rows, EXPERIMENTS, versions)
+    got = run(con, METRICS, BOUNDS, T0 + dt.timedelta(days=5))
+
+    def state(night, experiment_id, arm):
+        seen = got.filter((pl.col("experiment_id") == experiment_id) & (pl.col("arm") == arm)
+                          & (pl.col("day") <= (T0 + dt.timedelta(days=night)).date()))
+        return seen.sort("day").row(-1, named=True) if seen.height else None
+
+    # night 0: r1 = 20; u9 = (0.2 + 0.4) / 2 = 0.3 with Y = 0.6, M = 2; r2 not yet assigned
+    assert (state(0, "s", "control")["n"], state(0, "s", "control")["sum_v"]) == (1, pytest.approx(20.0))
+    u = state(0, "u", "control")
+    assert (u["n"], u["sum_v"], u["sum_y"], u["sum_m"]) == (1, pytest.approx(0.3), pytest.approx(0.6), 2.0)
+    assert state(0, "s", "treatment") is None
+    # night 1: r1 still 20 (its correction is recorded on day 2); r2 = 15; u9 = (0.9 + 0.4) / 2
+    assert state(1, "s", "control")["sum_v"] == pytest.approx(20.0)
+    assert (state(1, "s", "treatment")["n"], state(1, "s", "treatment")["sum_v"]) == (1, pytest.approx(15.0))
+    u = state(1, "u", "control")
+    assert (u["n"], u["sum_v"], u["sum_y"], u["sum_m"]) == (1, pytest.approx(0.65), pytest.approx(1.3), 2.0)
+    # night 2 on: r1 = 30 (the self-report of day 3 changes nothing); r2's latest outcome has no
+    # time, so r2 leaves the time metric, as tonight's experience row says
+    for night in (2, 4):
+        assert (state(night, "s", "control")["n"], state(night, "s", "control")["sum_v"]) == (1, pytest.approx(30.0))
+        assert state(night, "s", "treatment")["n"] == 0
+
+
+def test_a_missing_time_is_not_counted_as_the_cap():
+    # experiment "s" caps time at 60 minutes: a verified session without a time has no
+    # observation of it (DuckDB's least() skips NULL, so least(NULL, 60) would count it as 60);
+    # the control arm is then a1 (30) and a2 (500 capped to 60): n = 2, sum 90
+    rows = [r for r in ROWS if r["experiment_id"] == "s"]
+    rows.append(session("s", "control", "a9", "a9", 0, 2, None, "time_minutes"))
+    got = run(warehouse(rows, EXPERIMENTS), METRICS, BOUNDS, T0 + dt.timedelta(days=5))
+    control = got.filter((pl.col("arm") == "control") & (pl.col("segment") == 0)).sort("day").row(-1, named=True)
+    assert (control["n"], control["sum_v"]) == (2, pytest.approx(90.0))

@@ -106,3 +106,31 @@ def test_the_fixed_horizon_chi_square_of_an_unknown_split_is_pearson_on_the_nigh
             assert np.isnan(got[night])
         else:
             assert got[night] == pytest.approx(stats.chi2_contingency(rows, correction=False).pvalue, rel=1e-9)
+
+
+def test_a_night_without_a_look_between_two_looks_does_not_count_the_units_twice():
+    # arm snapshots on nights 0 and 2-6, none on night 1, the look asked for on night 20: the
+    # experiment has no look on nights 1 and 7-19 (epoch -1) and its counts carry over them.
+    # The chi-square of homogeneity is that of the snapshots' arrivals (scipy's
+    # chi2_contingency); restarting the epoch after a night without a look counted every unit
+    # again as one night's arrivals (bundled ASOS 591c2c: p < 1e-16 instead of 0.31)
+    from types import SimpleNamespace
+
+    from scipy.stats import chi2_contingency
+
+    from zcl_assets.analysis.quality import _constancy
+
+    rng = np.random.default_rng(6)
+    snapshots = rng.multinomial(3000, [0.5, 0.5], size=6).cumsum(0)
+    looked = [0, 2, 3, 4, 5, 6, 20]
+    epoch = np.full((1, 21), -1)
+    epoch[0, looked] = 0
+    cum = np.zeros((1, 21, 2))
+    for night, counts in zip(looked, [*snapshots, snapshots[-1]]):
+        cum[0, night] = counts  # counts exist on looked nights only, as the look's grid has them
+    grid = SimpleNamespace(epoch=epoch, n_arms=np.array([2]))
+    grid.within_epoch = lambda ufunc, values, identity: Grid.within_epoch(grid, ufunc, values, identity)
+    p, chi_p = _constancy(grid, cum, np.ones((1, 2), dtype=bool))
+    arrivals = np.diff(np.vstack([np.zeros(2), snapshots]), axis=0)
+    assert chi_p[0, 20] == pytest.approx(chi2_contingency(arrivals, correction=False)[1], rel=1e-9)
+    assert p[0, 20] == pytest.approx(srm_constancy(snapshots).pvalue[-1], rel=1e-9)

@@ -64,6 +64,7 @@ def landed(pipeline_paths):
     (landing / "outcomes" / DAY).mkdir(parents=True)
     (landing / "outcomes" / DAY / "empty.csv").write_text("")
     (landing / "outcomes" / DAY / "header_only.csv").write_text("schema_version,session_id\n")
+    (landing / "outcomes" / DAY / "truncated.jsonl").write_text('{"schema_version": 1, "session_id": "s1", "succ\n')
     (landing / "assignments" / DAY / "broken.parquet").write_bytes(b"PAR1 this is not parquet")
     _write(landing / "assignments" / "2026-13-45" / "a.jsonl", [_assignment("s9")])
     (landing / "assignments" / DAY / "notes.txt").write_text("hello\n")
@@ -98,4 +99,8 @@ def test_bad_input_is_quarantined_with_its_rule(landed, instance):
         ("arm_snapshots", "bad_type"): 2,              # n="abc", and mean="NaN": text is not a JSON number
         ("arm_snapshots", "not_finite"): 1,            # variance Infinity
         ("assignments", "no_session"): 2,              # s6 has none; s1's was quarantined (experience stage)
+        ("outcomes", "malformed_record"): 1,           # a truncated line
     }
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        (reason,) = con.execute("SELECT reason FROM quarantine WHERE source_table = 'outcomes'").fetchone()
+    assert reason == "malformed_record: not a JSON object"  # no rule about fields it never had

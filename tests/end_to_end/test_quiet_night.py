@@ -49,3 +49,30 @@ def test_a_quiet_night_reuses_what_did_not_change(pipeline_paths, instance):
     assert busy.success and _rebuilt(busy, "experience") and _rebuilt(busy, "verification_records")
     assert _built(warehouse)["experience"] > built["experience"]
     assert _stored_differs_from_recomputed(warehouse, "2026-10-13") == []
+
+
+def test_a_run_for_an_earlier_night_keeps_the_later_looks(pipeline_paths, instance):
+    landing, warehouse = pipeline_paths
+    simulate_sessions(landing, seed=8, start="2026-10-01", days=10, inject_dirty=False)
+    (first,) = run_night(instance, "2026-10-12")
+    assert first.success
+
+    def looks():
+        with duckdb.connect(str(warehouse), read_only=True) as con:
+            return con.execute("SELECT * EXCLUDE (analysed_at) FROM experiment_analysis "
+                               "ORDER BY ALL").fetchall()
+
+    def cited_but_gone():
+        with duckdb.connect(str(warehouse), read_only=True) as con:
+            return con.execute("SELECT count(*) FROM knowledge_records k ANTI JOIN experiment_analysis a "
+                               "ON a.experiment_id = k.experiment_id AND a.as_of = k.look_as_of").fetchone()[0]
+
+    before = looks()
+    (earlier,) = run_night(instance, "2026-10-05")
+    assert earlier.success
+    after = looks()
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        nights = [d for (d,) in con.execute("SELECT DISTINCT as_of FROM experiment_analysis ORDER BY 1").fetchall()]
+    assert str(nights[-1]) == "2026-10-12"  # the nights after 2026-10-05 are still there
+    assert len(after) == len(before) and after == before  # and, with the same data, unchanged
+    assert cited_but_gone() == 0

@@ -6,8 +6,6 @@ serves, with the problems written out by hand from the contract (contracts/table
 
 from __future__ import annotations
 
-import pytest
-
 from contracts.validate import check_records
 
 OUTCOME = {"schema_version": 1, "session_id": "s1", "success": True, "time_minutes": 3.0, "tokens": 10.0,
@@ -44,8 +42,7 @@ def test_a_table_other_than_experiments_is_checked_by_its_own_contract():
         [("not_allowed", "state=landed is not one of admitted, consumed, launched, blocked, terminal")], []]
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: an event time DuckDB reads but datetime.fromisoformat does not "
-                   "gets the partition day 1970-01-01 in check_records, so a wrong_partition problem is reported "
-                   "that staging (partition from the landing folder) would not report")
 def test_an_event_time_that_staging_reads_has_no_partition_problem():
+    # DuckDB reads this time; datetime.fromisoformat does not (check_records once gave it the
+    # fallback partition day 1970-01-01 and a false wrong_partition problem)
     assert check_records("outcomes", [dict(OUTCOME, recorded_at="2026-01-01 12:00:00 UTC")]) == [[]]

@@ -220,8 +220,8 @@ def _constancy(grid: Grid, cum: np.ndarray, arm_exists: np.ndarray, window: int 
     """``stats.srm.srm_constancy`` on ``[E, D, K]`` cumulative counts of each epoch, with the
     chi-square test of homogeneity of the nightly arrivals beside it."""
     n_exp, n_nights, n_arm = cum.shape
-    start = grid.epoch_start()  # [E, D]
     night = np.arange(n_nights)[None, :]
+    start = _continuing_epoch_start(grid.epoch)  # [E, D]
     mask = arm_exists[:, None, :]
     cum = np.where(mask, np.maximum.accumulate(cum, axis=1), 0.0)
 
@@ -256,6 +256,17 @@ def _constancy(grid: Grid, cum: np.ndarray, arm_exists: np.ndarray, window: int 
     df = (grid.n_arms[:, None] - 1) * (nights_with_units - 1)
     chi_p = np.where(df > 0, special.chdtrc(np.maximum(df, 1), np.maximum(chi, 0.0)), np.nan)
     return p, chi_p
+
+
+def _continuing_epoch_start(epoch: np.ndarray) -> np.ndarray:
+    """``[E, D]`` night at which each night's epoch started, a night without a look (epoch -1)
+    between two nights of the same epoch continuing it: the cumulative counts carry over such a
+    night, so restarting there would count every unit a second time as one night's arrivals."""
+    nights = np.arange(epoch.shape[1])[None, :]
+    last_looked = np.maximum.accumulate(np.where(epoch >= 0, nights, 0), axis=1)
+    carried = np.take_along_axis(epoch, last_looked, axis=1)
+    previous = np.concatenate([np.full((epoch.shape[0], 1), -2), carried[:, :-1]], axis=1)
+    return np.maximum.accumulate(np.where(carried != previous, nights, 0), axis=1)
 
 
 def reasons(valid: Validity, e: np.ndarray, d: np.ndarray) -> list[str | None]:

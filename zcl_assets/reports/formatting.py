@@ -76,13 +76,33 @@ def direction_words(direction: str | None) -> str:
     return {"increase": "higher is better", "decrease": "lower is better"}.get(direction or "", "direction not registered")
 
 
-def arm_figure(arm: Arm, binary: bool) -> str:
-    """``523/1,027 = 50.9%`` for a binary metric, ``39.7 (sd 16.1)`` for a continuous one."""
+def arm_figure(arm: Arm, binary: bool, per_user: bool = False) -> str:
+    """``523/1,027 = 50.9%`` for a binary metric, ``39.7 (sd 16.1)`` for a continuous one.
+
+    With ``per_user`` (a user-randomized experiment: a unit has several sessions) a binary
+    figure is the mean over users of each user's success rate, the estimand analysed:
+    ``812 successes over 640 users, mean per user 61.2%`` (successes / users can exceed 1).
+    """
+    if binary and per_user and arm.successes is not None and arm.units and arm.mean is not None:
+        return f"{arm.successes:,} successes over {arm.units:,} users, mean per user {arm.mean:.1%}"
     if binary and arm.successes is not None and arm.units:
         return f"{arm.successes:,}/{arm.units:,} = {arm.successes / arm.units:.1%}"
     if arm.mean is None:
         return NOT_COMPUTED
     return f"{number(arm.mean, 4)} (sd {number(arm.sd)})"
+
+
+def per_user(view: ExperimentView) -> bool:
+    """Whether a unit of the experiment can hold several sessions: user-randomized, with sessions
+    (an aggregate export has one row per unit and arm)."""
+    return view.registration.get("randomization_unit") == "user" and view.sessions is not None
+
+
+def figure_label(view: ExperimentView, binary: bool) -> str:
+    """What :func:`arm_figure` shows for this experiment, for a table header."""
+    if binary:
+        return "successes over users, mean per user" if per_user(view) else "successes/units = rate"
+    return "mean (sd)"
 
 
 def is_binary(view: ExperimentView, metric: str) -> bool:
@@ -126,9 +146,12 @@ def quarantine_sentence(view: ExperimentView) -> str:
     """Quarantined (contract) and excluded (experience stage) rows of this experiment, by rule."""
     parts = []
     for label, stage_filter in (("quarantined", lambda s: s != "experience"), ("excluded", lambda s: s == "experience")):
-        rows = [r for r in view.quarantine.iter_rows(named=True) if stage_filter(r["stage"])]
-        total = sum(r["rows"] for r in rows)
-        detail = ", ".join(f"{r['rule']} {r['rows']:,}" for r in rows)
+        by_rule: dict[str, int] = {}  # a rule of several tables (duplicate_key) is counted once, summed
+        for r in view.quarantine.iter_rows(named=True):
+            if stage_filter(r["stage"]):
+                by_rule[r["rule"]] = by_rule.get(r["rule"], 0) + r["rows"]
+        total = sum(by_rule.values())
+        detail = ", ".join(f"{rule} {rows:,}" for rule, rows in by_rule.items())
         parts.append(f"{label} {total:,} row{'' if total == 1 else 's'}" + (f" ({detail})" if detail else ""))
     return "; ".join(parts)
 
@@ -138,9 +161,12 @@ def verified_sentence(view: ExperimentView) -> str:
         return "verified share: not applicable (aggregate source, no outcomes)"
     both = view.users_in_both_arms
     both_text = f"; {both:,} users seen in both arms" if both else ""
+    sessions = ""
     if view.sessions:
-        return f"verified share {share(view.verified_share)} of {count(view.sessions)} assigned sessions{both_text}"
-    return f"verified share {share(view.verified_share)}{both_text}"
+        verified = view.verified_sessions or 0
+        sessions = f" ({count(verified)} of {count(view.sessions)} assigned sessions verified, {share(verified / view.sessions)})"
+    unit = "users" if view.registration.get("randomization_unit") == "user" else "units"
+    return f"verified share {share(view.verified_share)} of assigned {unit} analysed{sessions}{both_text}"
 
 
 def lift(value: object, low: object, high: object) -> str:

@@ -116,7 +116,7 @@ def render_funnel_section(section: dict) -> str:
                          f"{_f(y.get('yield_per_admission'))} per admission, {_f(y.get('yield_per_launch'))} per launch")
             lines += ["    " + line for line in stage_chart(rows).splitlines()]
         over = section["attempt_days_over_cap"]
-        lines.append(f"  Days over the attempt cap: {len(over)}" + "".join(
+        lines.append(f"  Days over the attempt cap: {len(over)}" + (" (the first 10)" if len(over) > 10 else "") + "".join(
             f"\n    {d['org_id']} {d['attempt_day']}: {d['attempts']} attempts, cap {d['attempt_cap']}" for d in over[:10]))
         lines.append(f"  Launches over the launch cap: {len(section['launches_over_cap'])}; arm repeats before every "
                      f"eligible arm was tried: {section['arm_repeats']}; stalled admissions: {section['stalled']}; "
@@ -128,7 +128,8 @@ def render_funnel_section(section: dict) -> str:
                          f"{_f(e['share'])} [{_f(e['ci_low'])}, {_f(e['ci_high'])}] expected "
                          f"{_f(e['rate_low'])}..{_f(e['rate_high'])}: {e['status']}")
     if section["experience_gain_by_task"]:
-        lines.append("Experience Gain (recall on minus off, primary metric, positive = better; Welch 95% interval):")
+        lines.append("Experience Gain (primary metric, recall on against off; Welch 95% interval), signed so that")
+        lines.append("  positive = better: on minus off, or off minus on where lower is better (time, tokens):")
         for t in section["experience_gain_by_task"]:
             lines.append(f"  {t['org_id']:<12} {t['task_type']:<16} {t['metric']:<12} gain {_f(t['gain'])} "
                          f"[{_f(t['ci_low'])}, {_f(t['ci_high'])}] n on/off {t['n_on']}/{t['n_off']}: {t['status']}")

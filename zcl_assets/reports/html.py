@@ -18,10 +18,12 @@ from zcl_assets.reports.formatting import (
     arm_figure,
     count,
     direction_words,
+    figure_label,
     interval,
     is_binary,
     number,
     p_value,
+    per_user,
     progress_sentence,
     quarantine_sentence,
     signed,
@@ -190,7 +192,7 @@ def _card(view: ExperimentView, plots: tuple[bytes, bytes] | None) -> str:
 
 def _arms_table(view: ExperimentView) -> str:
     binary = is_binary(view, view.primary_metric)
-    figure = "successes/units = rate" if binary else "mean (sd)"
+    figure = figure_label(view, binary)
     rows = [
         (
             "<table><tr><th class=l>arm</th><th>share</th><th>units assigned</th><th>units analysed</th>"
@@ -200,7 +202,7 @@ def _arms_table(view: ExperimentView) -> str:
     for a in view.arms():
         rows.append(
             f"<tr><td class=l>{_e(a.name)}</td><td>{_e(number(a.share))}</td><td>{_e(count(a.assigned_units))}</td>"
-            f"<td>{_e(count(a.units))}</td><td>{_e(arm_figure(a, binary))}</td></tr>"
+            f"<td>{_e(count(a.units))}</td><td>{_e(arm_figure(a, binary, per_user(view)))}</td></tr>"
         )
     rows.append("</table>")
     return "".join(rows)

@@ -19,11 +19,13 @@ from zcl_assets.reports.experiments import NOT_COMPUTED, ExperimentView
 from zcl_assets.reports.formatting import (
     arm_figure,
     direction_words,
+    figure_label,
     interval,
     is_binary,
     lift,
     number,
     p_value,
+    per_user,
     progress_sentence,
     quarantine_sentence,
     signed,
@@ -95,7 +97,7 @@ OVERVIEW_COLUMNS = (
     ("difference", 10, ">"),
     ("CS (decides)", 23, ">"),
     ("plan", 5, ">"),
-    ("days", 4, ">"),
+    ("days", 4, ">"),  # more than 999 days shows as >999
     ("SRM", 8, "<"),
 )
 
@@ -136,7 +138,7 @@ def overview_rows(views: Sequence[ExperimentView]) -> list[list[str]]:
                 signed(r["difference"]),
                 interval(r["cs_low"], r["cs_high"]),
                 f"{plan:.0%}" if plan is not None else "-",
-                f"{view.days_left:.0f}" if view.days_left is not None else "-",
+                ("-" if view.days_left is None else ">999" if view.days_left > 999 else f"{view.days_left:.0f}"),
                 view.srm_status if i == 0 else "",
             ])
     return rows
@@ -169,7 +171,7 @@ def render_report(
         "figures, each followed by its "
         "method; differences are treatment minus control (the arm named) in the metric's units; \u2191 higher is "
         "better, \u2193 lower is better; plan = share of the planned sample reached; days = days left to reach it at "
-        "current traffic."
+        "current traffic (>999: not within three years)."
     )
     groups = [
         ("ZCL context experiments (order, inclusion, memory mode)", own),
@@ -243,14 +245,15 @@ def _metric_block(view: ExperimentView, metric: str) -> list[str]:
     rows = view.comparisons.filter(pl.col("metric") == metric)
     binary = is_binary(view, metric)
     if role == "primary":
-        figure = "successes/units = rate" if binary else "mean (sd)"
+        figure = figure_label(view, binary)
         lines += wrap(
-            f"per arm, units and {figure}: " + "; ".join(glue(f"{a.name} {arm_figure(a, binary)}") for a in view.arms())
+            f"per arm, units and {figure}: "
+            + "; ".join(glue(f"{a.name} {arm_figure(a, binary, per_user(view))}") for a in view.arms())
             + ("" if binary else f" [units: {rows.get_column('analysis_unit')[0]}]"),
             INDENT * 2,
         )
     for r in rows.iter_rows(named=True):
-        lines += _comparison_lines(r, role)
+        lines += _comparison_lines(r, r.get("role") or role)
     return lines
 
 

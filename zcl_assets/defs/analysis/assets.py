@@ -190,15 +190,16 @@ def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, w
     for small tables, Welch, delta method); SRM (sequential, chi-square beside it), drift, outcome imbalance
     and contract violations; information fraction, power reached for the MDE, days to the plan, verified
     share and users in both arms. Every night of every experiment (each day its data changed, and tonight) is
-    recomputed from the staged data in one pass and replaces the stored looks, so corrections converge to a
-    fresh load and missed nights are caught up."""
+    recomputed from the staged data in one pass and replaces the stored looks up to tonight, so corrections
+    converge to a fresh load and missed nights are caught up; looks of nights after tonight (a run for an
+    earlier night) are kept."""
     as_of = config.day()
     with warehouse.connect() as con:
         recreated = EXPERIMENT_ANALYSIS.ensure(con)
         look = take_looks(con, as_of)
         nights = look.select("as_of").unique()
         with transaction(con, look_batch=look):
-            con.execute(load_sql("delete_looks"))
+            con.execute(load_sql("delete_looks"), {"as_of": as_of})
             con.execute(load_sql("insert_look"))
     latest = look.filter((pl.col("as_of") == pl.lit(as_of).str.to_date()) & pl.col("is_primary"))
     counts = latest.group_by("decision").len().sort("decision")

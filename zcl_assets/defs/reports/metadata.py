@@ -22,6 +22,7 @@ from zcl_assets.reports.formatting import (
     is_binary,
     lift,
     p_value,
+    per_user,
     progress_sentence,
     quarantine_sentence,
     srm_sentence,
@@ -62,7 +63,7 @@ ARM_COLUMNS = (
     _column("share", "float", "registered allocation share"),
     _column("assigned", "int", "units assigned up to the look (the sample-ratio counts)"),
     _column("analysed", "int", "units with a verified outcome of the primary metric"),
-    _column("figure", "string", "binary: successes/units = rate; continuous: mean (sd) per unit"),
+    _column("figure", "string", "binary: successes/units = rate (user-randomized: successes over users, mean per user); continuous: mean (sd) per unit"),
 )
 
 COMPARISON_COLUMNS = (
@@ -140,7 +141,7 @@ def experiment_metadata(view: ExperimentView, forest_png: bytes, history_png: by
     binary = is_binary(view, view.primary_metric)
     arms = [
         {"arm": a.name, "share": _shown(a.share), "assigned": a.assigned_units, "analysed": a.units,
-         "figure": arm_figure(a, binary)}
+         "figure": arm_figure(a, binary, per_user(view))}
         for a in view.arms()
     ]
     comparisons = [

@@ -1,0 +1,60 @@
+"""Figures of one experiment as the report words them: the per-arm rate of a user-randomized
+binary metric, the verified share of units and of sessions, rejected rows summed by rule, and
+a days-left figure too long for its column."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from zcl_assets.reports.experiments import Arm, ExperimentView
+from zcl_assets.reports.formatting import arm_figure, per_user, quarantine_sentence, verified_sentence
+from zcl_assets.reports.text import OVERVIEW_COLUMNS, overview_rows, table
+
+
+def view(randomization_unit: str, sessions: int | None = 45, verified_sessions: int | None = 44,
+         quarantine: pl.DataFrame | None = None) -> ExperimentView:
+    return ExperimentView(
+        registration={"experiment_id": "exp", "randomization_unit": randomization_unit, "arms": []},
+        as_of="2026-03-04", looks=3, comparisons=pl.DataFrame(), history=pl.DataFrame(),
+        quarantine=quarantine if quarantine is not None else pl.DataFrame(
+            schema={"stage": pl.String, "source_table": pl.String, "rule": pl.String, "rows": pl.Int64}),
+        sessions=sessions, verified_sessions=verified_sessions,
+    )
+
+
+def test_a_user_randomized_binary_arm_shows_the_mean_of_user_rates_never_a_rate_above_one():
+    # 8 users with 11 successful sessions: 11/8 would read 137.5%; the analysed estimand is the
+    # mean over users of each user's rate (here 0.4456, as the analysis table has it)
+    arm = Arm("control", 0.5, units=8, successes=11, mean=0.4456, sd=None, assigned_units=8)
+    assert per_user(view("user"))
+    assert arm_figure(arm, binary=True, per_user=True) == "11 successes over 8 users, mean per user 44.6%"
+    assert arm_figure(arm, binary=True) == "11/8 = 137.5%"  # what a session-randomized reading would say
+    assert not per_user(view("session")) and not per_user(view("user", sessions=None))  # aggregate export
+
+
+def test_the_verified_share_names_units_and_sessions_apart():
+    # every user has an analysed outcome (share 1.0) while one of 45 sessions has none
+    shown = verified_sentence(ExperimentView(**{**view("user").__dict__, "comparisons": pl.DataFrame(
+        {"is_primary": [True], "verified_share": [1.0]})}))
+    assert "of assigned users analysed" in shown
+    assert "44 of 45 assigned sessions verified, 97.8%" in shown
+
+
+def test_rejected_rows_are_summed_by_rule_across_tables():
+    rows = pl.DataFrame({"stage": ["contract", "contract", "contract", "experience"],
+                         "source_table": ["sessions", "outcomes", "sessions", "assignments"],
+                         "rule": ["duplicate_key", "duplicate_key", "bad_type", "no_session"], "rows": [1, 2, 3, 4]})
+    assert quarantine_sentence(view("session", quarantine=rows)) == (
+        "quarantined 6 rows (duplicate_key 3, bad_type 3); excluded 4 rows (no_session 4)")
+
+
+def test_a_long_days_left_figure_is_not_split_across_lines():
+    # 23,355 days left (an ASOS experiment read today) in a 4-wide column: shown as >999, one line
+    primary = pl.DataFrame({"is_primary": [True], "treatment_arm": ["treatment"], "difference": [0.01],
+                            "cs_low": [-0.1], "cs_high": [0.1], "decision": ["continue"], "days_to_plan": [23355.0],
+                            "information_fraction": [0.05], "srm_fired": [False]})
+    shown = ExperimentView(**{**view("user").__dict__, "comparisons": primary,
+                              "registration": {"experiment_id": "591c2c", "direction": "increase",
+                                               "primary_metric": "success", "arms": []}})
+    lines = table(overview_rows([shown]), OVERVIEW_COLUMNS)
+    assert len(lines) == 3 and lines[2].split()[-2:] == [">999", "ok"]
