@@ -229,3 +229,14 @@ def test_a_missing_time_is_not_counted_as_the_cap():
     got = run(warehouse(rows, EXPERIMENTS), METRICS, BOUNDS, T0 + dt.timedelta(days=5))
     control = got.filter((pl.col("arm") == "control") & (pl.col("segment") == 0)).sort("day").row(-1, named=True)
     assert (control["n"], control["sum_v"]) == (2, pytest.approx(90.0))
+
+
+def test_an_outcome_judged_after_its_assignment_day_enters_on_its_own_day():
+    # one pass as of night 5 (as the nightly job runs it, not one pass per night): a session
+    # assigned on night 0 and judged on night 3 with a single outcome counts from night 3, never
+    # before; a1 (night 0, judged the same day) counts from night 0
+    rows = [session("s", "control", "a1", "a1", 0, 1, 30.0, "time_minutes"),
+            session("s", "control", "late", "late", 0, 2, 40.0, "time_minutes", recorded_day=3)]
+    got = run(warehouse(rows, EXPERIMENTS), METRICS, BOUNDS, T0 + dt.timedelta(days=5)).sort("day")
+    by_day = {r["day"]: (r["n"], r["sum_v"]) for r in got.iter_rows(named=True)}
+    assert by_day == {T0.date(): (1, pytest.approx(30.0)), (T0 + dt.timedelta(days=3)).date(): (2, pytest.approx(70.0))}
