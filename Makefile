@@ -24,7 +24,7 @@ run: $(STAMP)
 ## Set up, lint, and run the tests and the docstring examples.
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -rs
 
 ## Mutation testing: killed / total planted bugs per folder (tens of minutes; docs/testing.md).
 mutation: $(STAMP)

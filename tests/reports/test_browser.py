@@ -3,7 +3,7 @@
 Needs the system's Chromium (``apt-get install -y chromium``, Debian's package at
 ``/usr/bin/chromium``) and the ``playwright`` package, which drives that browser and never
 downloads one. Without them the test is skipped with the reason on a developer machine and
-fails in CI (``.ci/run`` installs Chromium). Screenshots go to the test's folder, and also to
+fails in CI (``.ci/run`` installs Chromium and sets ``ZCL_REQUIRE_BROWSER=1``). Screenshots go to the test's folder, and also to
 ``$ZCL_SCREENSHOT_DIR`` when set (``docs/screenshots/`` keeps a set).
 """
 
@@ -44,8 +44,8 @@ def _require_browser() -> None:
     if reason is None and not CHROMIUM.exists():
         reason = f"no Chromium at {CHROMIUM}: install it with `apt-get install -y chromium`"
     if reason:
-        if os.environ.get("CI"):
-            pytest.fail(reason)
+        if os.environ.get("CI") or os.environ.get("ZCL_REQUIRE_BROWSER"):
+            pytest.fail(reason)  # CI installs the browser: a missing one there is a failure
         pytest.skip(reason)
 
 
