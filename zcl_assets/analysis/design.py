@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import polars as pl
 
-from zcl_assets.analysis.metrics import BINARY_PROPORTION, CATALOGUE, CONTINUOUS_MEAN, KINDS, RATIO_OF_SUMS
+from zcl_assets.analysis.metrics import BINARY_PROPORTION, CATALOGUE, KINDS, RATIO_OF_SUMS, primary_kind
 from zcl_assets.analysis.registration import decode_arms, decode_guardrails
 
 _BINARY = [name for name, spec in CATALOGUE.items() if spec.binary]
 
 
 def _kind(metric: pl.Expr, several: pl.Expr) -> pl.Expr:
-    return (
-        pl.when(metric.is_in(_BINARY) & ~several).then(pl.lit(BINARY_PROPORTION.name))
-        .otherwise(pl.lit(CONTINUOUS_MEAN.name))
-    )
+    """:func:`primary_kind` of each row's metric; ``several``: a user-randomized design with several
+    sessions a user (its one statement of the rule, applied to a frame)."""
+    def by_metric(unit: str) -> pl.Expr:
+        kinds = {m: primary_kind(m, unit, "many").name for m in CATALOGUE}
+        return metric.replace_strict(kinds, default=primary_kind("", unit, "many").name, return_dtype=pl.String)
+
+    return pl.when(several).then(by_metric("user")).otherwise(by_metric("session"))
 
 
 def comparisons(

@@ -154,11 +154,6 @@ def _to_utc_datetime(value: str | _dt.datetime | _dt.date) -> _dt.datetime:
     return moment.astimezone(_dt.timezone.utc)
 
 
-def iso(moment: _dt.datetime) -> str:
-    """ISO 8601 text with ``+00:00`` for an aware or naive (= UTC) datetime."""
-    return _to_utc_datetime(moment).isoformat()
-
-
 def _declared(options: AbExportOptions, df: pl.DataFrame) -> list[str]:
     arms = options.declared_arms
     if arms:
@@ -343,4 +338,4 @@ def _registration(o: AbExportOptions, src: Path, arms: list[str], registered_at:
     }
 
 
-__all__ = ["AbExportOptions", "AbExportSummary", "import_ab_export", "iso"]
+__all__ = ["AbExportOptions", "AbExportSummary", "import_ab_export"]
