@@ -77,3 +77,31 @@ def test_the_evidence_digest_is_a_fingerprint_of_the_values_not_of_their_order()
     assert _digest(reordered) == _digest(evidence)
     assert _digest({**evidence, "n_treatment": 99}) != _digest(evidence)
     assert _digest({**evidence, "srm_p": "None"}) != _digest(evidence)  # a missing value is not the text None
+
+
+def test_each_record_cites_its_look_row_and_states_its_claim_in_words():
+    # Every field of a record is written down here from the looks above, not read back from the code.
+    out = promote(looks(["adopt", "reject", "no_effect", "invalid"]), empty(), EVALUATORS, SOURCE)
+    assert out.get_column("claim").to_list() == ["adopt", "reject", "no_effect", "withdrawn"]
+    for k, r in enumerate(out.iter_rows(named=True)):
+        day = (DAY + dt.timedelta(days=k)).isoformat()
+        assert json.loads(r["citations"]) == {
+            "experiment_id": "e1", "look_as_of": day, "source": "sessions", "registration": "staged_experiments",
+            "analysis_row": {"table": "experiment_analysis", "as_of": day, "metric": "success",
+                             "metric_kind": "binary_proportion", "treatment_arm": "treatment"},
+        }
+        assert (r["org_id"], r["task_type"], r["metric"], r["control_arm"], r["treatment_arm"]) == (
+            "o", "t", "success", "control", "treatment")
+        # the look's CS: cs_low = 0.01 k, cs_high = 0.02 k + 0.1 (see looks())
+        assert (r["cs_low"], r["cs_high"], r["cs_p_adjusted"]) == (0.01 * k, 0.02 * k + 0.1, 0.001)
+        assert r["decision_reason"] == ("because invalid" if k == 3 else f"because {r['claim']}")
+    statements = out.get_column("statement").to_list()
+    assert statements == [
+        "treatment improves success over control: difference in [0, 0.1] (anytime-valid, binary_proportion)",
+        "treatment worsens success against control: difference in [0.01, 0.12] (anytime-valid, binary_proportion)",
+        "treatment changes success by less than the MDE against control: difference in [0.02, 0.14]",
+        "claims about treatment vs control on success withdrawn: the experiment became invalid (because invalid)",
+    ]
+    # an experiment without a source or evaluators row cites none
+    other = promote(looks(["adopt"], experiment="e2"), empty(), EVALUATORS, SOURCE).row(0, named=True)
+    assert json.loads(other["citations"])["source"] is None and other["evaluators"] == "[]"
