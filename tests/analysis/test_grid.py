@@ -1,0 +1,92 @@
+"""The dense grid of the look: positions, scattering with carry-forward, subsets, epochs.
+
+Every expected array is written out by hand from the few rows each test builds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import polars as pl
+
+from zcl_assets.analysis.grid import Grid
+
+DAY0 = dt.date(2026, 10, 1)
+
+
+def _grid() -> Grid:
+    # Two experiments over four nights: "a" looked at nights 0-3 (a reopen at night 2 starts
+    # epoch 1), "b" only at nights 1-3. Arms in registration order: a: control, t; b: base, x, y.
+    looks = pl.DataFrame({
+        "experiment_id": ["a"] * 4 + ["b"] * 3,
+        "as_of": [DAY0 + dt.timedelta(days=k) for k in range(4)] + [DAY0 + dt.timedelta(days=k) for k in (1, 2, 3)],
+        "epoch": [0, 0, 1, 1, 0, 0, 0],
+    })
+    segments = pl.DataFrame({"experiment_id": ["a", "a", "b"], "segment": [0, 1, 0], "epoch": [0, 1, 0]})
+    arms = pl.DataFrame({"experiment_id": ["a", "a", "b", "b", "b"], "arm": ["t", "control", "y", "base", "x"],
+                         "arm_order": [1, 0, 2, 0, 1]})
+    metrics = pl.DataFrame({"experiment_id": ["a", "b", "b", "a"], "metric": ["success", "tokens", "success", "success"]})
+    return Grid.build(looks, segments, arms, metrics)
+
+
+def test_positions_of_experiments_nights_arms_and_metrics():
+    g = _grid()
+    assert g.experiments == ["a", "b"] and g.day0 == DAY0 and g.nights == 4 and g.shape == (2, 4)
+    assert g.epoch.tolist() == [[0, 0, 1, 1], [-1, 0, 0, 0]]
+    assert g.segment_epoch.tolist() == [[0, 1], [0, -1]]
+    assert g.n_arms.tolist() == [2, 3] and g.max_arms == 3
+    e = np.array([0, 0, 1, 1, 1, 0, 1])
+    names = pl.Series(["control", "t", "base", "x", "y", "x", "nope"])
+    assert g.arm(e, names).tolist() == [0, 1, 0, 1, 2, -1, -1]  # registration order; unknown arms -1
+    # metrics within an experiment in name order: a: success; b: success, tokens
+    assert g.metric(np.array([0, 1, 1, 0, 1]), pl.Series(["success", "success", "tokens", "tokens", "time"])).tolist() \
+        == [0, 0, 1, -1, -1]
+    assert g.n_metrics == 2
+    assert g.e(pl.Series(["b", "zzz", "a"])).tolist() == [1, -1, 0]
+    assert g.d(pl.Series([DAY0, DAY0 + dt.timedelta(days=3)])).tolist() == [0, 3]
+
+
+def test_a_subset_keeps_the_positions_of_its_experiments():
+    g = _grid()
+    s = g.subset(np.array([1]))
+    assert s.epoch.tolist() == [[-1, 0, 0, 0]] and s.segment_epoch.tolist() == [[0, -1]] and s.n_arms.tolist() == [3]
+    # names, arm and metric positions and sizes are those of the whole grid
+    assert (s.experiments, s.day0, s.nights, s.arm_names, s.metric_names, s.n_metrics) == (
+        g.experiments, g.day0, g.nights, g.arm_names, g.metric_names, g.n_metrics)
+    for field in ("arm_keys", "arm_pos", "metric_keys", "metric_pos"):
+        assert np.array_equal(getattr(s, field), getattr(g, field)), field
+    assert s.metric(np.array([1]), pl.Series(["tokens"])).tolist() == [1]
+    # epoch-wise running maximum on the subset: b's one epoch from night 1
+    assert s.within_epoch(np.maximum, np.array([[5.0, 1.0, 3.0, 2.0]]), 0.0).tolist() == [[0.0, 1.0, 3.0, 3.0]]
+
+
+def test_tensor_carries_cumulative_values_forward_and_keeps_the_latest_of_early_rows():
+    g = _grid()
+    # rows: a/arm 1 at night 1 (7) and night 3 (9); b/arm 2 before the first night twice
+    # (day -3: 2, day -1: 4, the later wins at night 0) and at night 2 (6); an unknown arm (-1)
+    # and a row after the last night are left out.
+    e = np.array([0, 0, 1, 1, 1, 0, 0])
+    j = np.array([1, 1, 2, 2, 2, -1, 0])
+    days = np.array([1, 3, -1, -3, 2, 1, 4])
+    values = np.array([7.0, 9.0, 4.0, 2.0, 6.0, 100.0, 50.0])
+    out = g.tensor((e, j), days, values, (3,))
+    assert out.shape == (2, 4, 3)
+    assert out[0, :, 1].tolist() == [0.0, 7.0, 7.0, 9.0]  # 0 before the first row, then carried
+    assert out[1, :, 2].tolist() == [4.0, 4.0, 6.0, 6.0]
+    assert out[0, :, 0].tolist() == [0.0] * 4 and out[0, :, 2].tolist() == [0.0] * 4 and out[1, :, :2].sum() == 0.0
+
+
+def test_tensor_without_carry_adds_the_rows_of_each_night():
+    g = _grid()
+    e = np.array([0, 0, 0, 1, -1])
+    days = np.array([1, 1, 3, 0, 2])
+    out = g.tensor((e,), days, np.array([2.0, 3.0, 4.0, 5.0, 8.0]), (), carry=False)
+    assert out.tolist() == [[0.0, 5.0, 0.0, 4.0], [5.0, 0.0, 0.0, 0.0]]
+
+
+def test_epoch_starts_and_running_sums_restart_at_a_reopen():
+    g = _grid()
+    assert g.epoch_start().tolist() == [[0, 0, 2, 2], [0, 1, 1, 1]]
+    run = g.within_epoch(np.add, np.ones((2, 4)), 0.0)
+    assert run.tolist() == [[1.0, 2.0, 1.0, 2.0], [0.0, 1.0, 2.0, 3.0]]
