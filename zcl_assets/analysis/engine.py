@@ -119,11 +119,9 @@ def _kind_stats(kinds: np.ndarray, arm: ArmStats, ratio_mean: np.ndarray):
         i = kinds == name
         if not i.any():
             continue
-        sub = ArmStats(*(f[i] for f in arm))
-        if name == "ratio_of_sums":
+        if name == "ratio_of_sums":  # its variance is read from the sums, never from the mean
             mean[i] = ratio_mean[i]
-            sub = sub._replace(mean=ratio_mean[i])
-        var[i] = spec.arm_variance(sub)
+        var[i] = spec.arm_variance(ArmStats(*(f[i] for f in arm)))
     return mean, var
 
 
@@ -161,7 +159,8 @@ def _pool(values: dict[str, np.ndarray], first: np.ndarray, group: np.ndarray) -
             "c_yy": cyy, "c_mm": cmm, "c_ym": cym}
 
 
-def _describe(kinds: np.ndarray, t: ArmStats, c: ArmStats, ratio_t, ratio_c) -> Descriptive:
+def _describe(kinds: np.ndarray, t: ArmStats, c: ArmStats) -> Descriptive:
+    """Descriptive figures per row by its metric kind (the ratio kind reads its sums, not ``mean``)."""
     size = t.n.shape
     out = Descriptive(*([np.full(size, np.nan) for _ in range(4)]
                         + [np.full(size, None, dtype=object), np.full(size, None, dtype=object)]
@@ -170,10 +169,7 @@ def _describe(kinds: np.ndarray, t: ArmStats, c: ArmStats, ratio_t, ratio_c) -> 
         i = kinds == name
         if not i.any():
             continue
-        tt, cc = ArmStats(*(f[i] for f in t)), ArmStats(*(f[i] for f in c))
-        if name == "ratio_of_sums":
-            tt, cc = tt._replace(mean=ratio_t[i]), cc._replace(mean=ratio_c[i])
-        res = spec.describe(tt, cc)
+        res = spec.describe(ArmStats(*(f[i] for f in t)), ArmStats(*(f[i] for f in c)))
         for target, value in zip(out, res):
             target[i] = value
     return out
@@ -347,7 +343,7 @@ def analyse(inputs: LookInputs) -> pl.DataFrame:
     arm_pc, ratio_pc = _arm_stats(pc)
     mt, vt = _kind_stats(kinds1, arm_pt, ratio_pt)
     mc, vc = _kind_stats(kinds1, arm_pc, ratio_pc)
-    desc = _describe(kinds1, arm_pt, arm_pc, ratio_pt, ratio_pc)
+    desc = _describe(kinds1, arm_pt, arm_pc)
     strat = strata > 1
     if strat.any():
         z = sps.norm.isf(0.025)
