@@ -386,6 +386,7 @@ def main() -> None:
     parser.add_argument("--report", action="store_true",
                         help="run nothing: report the Python mutants of the last (possibly interrupted) run")
     args = parser.parse_args()
+    args.workdir = args.workdir.resolve()  # the runs below work inside the copy, not here
     known = {change.name for changes in PLANTED.values() for change in changes}
     if args.only and set(args.only) - known:
         raise SystemExit(f"no planted change named {sorted(set(args.only) - known)}")
