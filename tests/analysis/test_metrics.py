@@ -87,3 +87,35 @@ def test_fixed_sample_formulas_by_kind():
     users = float(RATIO_OF_SUMS.fixed_sample(0.6, 0.05, 0.25, 0.05, 0.8, 1.0, sessions_per_user=4.0, icc=0.3))
     assert users == pytest.approx(sessions * (1 + 3 * 0.3) / 4, rel=1e-12)
     assert math.isfinite(users)
+
+
+def _arms(ns, means):
+    n, p = np.asarray(ns, float), np.asarray(means, float)
+    nan = np.full(n.shape, np.nan)
+    return ArmStats(n, p, nan, nan, np.round(n * p), n, nan, nan, nan, nan, nan)
+
+
+def test_binary_descriptive_figures_row_by_row_with_undefined_rows_left_nan():
+    # rows: a large table, a small table (an expected cell below 5: Fisher beside the score
+    # test), an empty treatment arm, a missing control proportion, and a table whose smallest
+    # expected cell is exactly 5 (20 x 10 / 40: not small)
+    t = _arms([800, 12, 0, 50, 20], [0.56, 7 / 12, np.nan, 0.4, 0.3])
+    c = _arms([1200, 12, 40, 50, 20], [0.5, 2 / 12, 0.3, np.nan, 0.2])
+    d = BINARY_PROPORTION.describe(t, c)
+    from statsmodels.stats.proportion import test_proportions_2indep
+
+    for k, (x1, n1, x2, n2) in enumerate([(448, 800, 600, 1200), (7, 12, 2, 12)]):
+        assert d.diff[k] == pytest.approx(x1 / n1 - x2 / n2, rel=1e-12)
+        assert d.p_value[k] == pytest.approx(test_proportions_2indep(x1, n1, x2, n2, method="score").pvalue, rel=1e-9)
+        assert d.ci_low[k] < d.diff[k] < d.ci_high[k]
+    assert list(d.ci_method) == list(d.p_method) == ["miettinen_nurminen_score"] * 2 + [None, None, "miettinen_nurminen_score"]
+    # Fisher only on the small table (scipy), NaN elsewhere
+    from scipy.stats.contingency import odds_ratio
+
+    table = [[7, 5], [2, 10]]
+    assert d.fisher_p[1] == pytest.approx(stats.fisher_exact(table).pvalue, rel=1e-9)
+    assert d.fisher_or[1] == pytest.approx(odds_ratio(table).statistic, rel=1e-6)
+    assert np.isnan(d.fisher_p[[0, 2, 3, 4]]).all() and np.isnan(d.fisher_or[[0, 2, 3, 4]]).all()
+    # undefined rows are NaN in float arrays (the look turns them into nulls), never None or 0
+    for field in (d.diff, d.ci_low, d.ci_high, d.p_value, d.fisher_p, d.fisher_or, d.fisher_or_low, d.fisher_or_high):
+        assert field.dtype == np.float64 and np.isnan(field[2:4]).all()
