@@ -184,3 +184,15 @@ def test_vectorised_guardrails_shape_s_by_g():
     assert list(d.label) == [ADOPT, CONTINUE, CONTINUE]
     assert d.reason[1] == "held by guardrail tokens"
     assert d.reason[2] != "held by guardrail tokens"  # guardrails only hold adopt
+
+
+def test_margins_per_comparison_broadcast_against_shared_guardrail_intervals():
+    # One primary CS and one pair of guardrail intervals shared by three comparisons that
+    # differ only in their margins (shape S + (g,) = (3, 2)): the margin alone sets S.
+    # Guardrail beneficial lower ends: -0.04 and -0.02 (direction +1).
+    margins = np.array([[0.05, 0.05], [0.03, 0.05], [0.05, 0.01]])
+    d = decide(0.01, 0.2, **BASE, guardrail_ci_low=[-0.04, -0.02], guardrail_ci_high=[0.1, 0.1],
+               guardrail_margin=margins, guardrail_names=["time", "tokens"])
+    assert d.label.shape == (3,)
+    assert list(d.label) == [ADOPT, CONTINUE, CONTINUE]
+    assert list(d.reason[1:]) == ["held by guardrail time", "held by guardrail tokens"]
