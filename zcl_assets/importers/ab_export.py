@@ -246,6 +246,11 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
     outcome_col = pl.col("success") if all_outcomes else pl.coalesce(
         pl.col("success").cast(pl.String), pl.col("outcome_raw"))
 
+    # Rows in day order (stable: input order within a day), so that each table's days are
+    # slices of it rather than a gather of every column per table.
+    fallback = first_ts.date() if first_ts is not None else reg.date()
+    base = base.sort(pl.col("ts").dt.date().fill_null(fallback), maintain_order=True)
+
     sessions = base.select(
         "session_id",
         pl.lit(o.org_id).alias("org_id"),
@@ -270,7 +275,6 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
     experiments = pl.DataFrame([registration]).with_columns(pl.col("registered_at").str.to_datetime(time_zone="UTC"))
 
     name = f"ab_export-{safe_name(o.experiment_id)}"
-    fallback = first_ts.date() if first_ts is not None else reg.date()
     tables = [
         (experiments, "experiments", "registered_at", ["arms", "guardrails"]),
         (sessions, "sessions", "started_at", []),
@@ -294,19 +298,32 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
     )
 
 
+_ID_VALUES = ("unit", "ts_text", "arm", "delivered_raw", "outcome_raw")
+
+
 def _session_ids(base: pl.DataFrame, experiment_id: str) -> pl.Series:
     """``<experiment>:<unit>:<timestamp>:<digest>`` per row; the digest is the first 48 bits of
     the MD5 (DuckDB ``md5``) of the row's values joined by U+001F (a missing value as U+0000),
-    as 15 decimal digits."""
-    with duckdb.connect() as con:
-        con.register("base", base.select("unit", "ts_text", "arm", "delivered_raw", "outcome_raw"))
-        digest = pl.Series("d", con.execute(
-            "SELECT CAST('0x' || left(md5(concat_ws(chr(31), coalesce(unit, chr(0)), coalesce(ts_text, chr(0)), "
-            "coalesce(arm, chr(0)), coalesce(delivered_raw, chr(0)), coalesce(outcome_raw, chr(0)))), 12) AS BIGINT) AS d FROM base"
-        ).fetchnumpy()["d"])
+    as 15 decimal digits.
+
+    The rows are hashed in as many slices as there are cores, each in its own DuckDB cursor
+    (DuckDB reads one in-memory column on one thread and releases the GIL while it works).
+    """
+    joined = base.select(pl.concat_str([pl.col(c).fill_null(chr(0)) for c in _ID_VALUES], separator=chr(31)).alias("v"))
+    slices = max(1, min(os.cpu_count() or 1, joined.height // 500_000))
+    step = -(-joined.height // slices)
+
+    def first_48_bits(part: pl.DataFrame) -> pl.Series:
+        with duckdb.connect() as con:
+            con.register("part", part)
+            return con.execute("SELECT left(md5(v), 12) AS h FROM part").pl().get_column("h")
+
+    with ThreadPoolExecutor(max_workers=slices) as pool:
+        hexes = list(pool.map(first_48_bits, [joined.slice(i * step, step) for i in range(slices)]))
+    digest = pl.concat(hexes).str.to_integer(base=16).cast(pl.String).str.zfill(15)
     return base.select(
         pl.format("{}:{}:{}:{}", pl.lit(experiment_id), pl.col("unit").fill_null(""), pl.col("ts_text").fill_null(""),
-                  digest.cast(pl.String).str.zfill(15)).alias("session_id")
+                  digest).alias("session_id")
     ).to_series()
 
 

@@ -113,13 +113,13 @@ def parse_timestamps(text: pl.Series) -> pl.Series:
     The format polars infers from the data parses the bulk in one pass; only the values it
     leaves null are tried against every accepted format (an export rarely mixes formats).
     """
-    text = text.cast(pl.String).str.strip_chars()
+    text = text.cast(pl.String)
     try:
         parsed = text.str.to_datetime(strict=False, time_unit="us", time_zone="UTC")
     except (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError):
         parsed = pl.Series(text.name, [None] * len(text), dtype=pl.Datetime("us", "UTC"))
     missing = parsed.is_null() & text.is_not_null()
-    if missing.any():
+    if missing.any():  # padded text too: parse_timestamp strips it
         retry = pl.DataFrame({"t": text.filter(missing)}).select(parse_timestamp("t")).to_series()
         parsed = parsed.scatter(missing.arg_true(), retry)
     return parsed.alias(text.name)
@@ -244,15 +244,15 @@ def write_landing(
         fallback_day = first if first is not None else _dt.date(1970, 1, 1)
     elif isinstance(fallback_day, str):
         fallback_day = _dt.date.fromisoformat(fallback_day)
-    days = days.fill_null(fallback_day).dt.strftime("%Y-%m-%d")
+    days = days.fill_null(fallback_day)
 
     if fmt == "jsonl":
-        frame = pl.DataFrame({"day": days, "line": _encode_lines(df, json_cols)})
+        frame = pl.DataFrame({"line": _encode_lines(df, json_cols)})
     else:
-        frame = _as_utc_columns(df).with_columns(days.alias("__day"))
+        frame = _as_utc_columns(df)
     result = LandingWrite(table=table)
     written: set[Path] = set()
-    for (day,), part in frame.group_by(["__day" if fmt == "parquet" else "day"], maintain_order=True):
+    for day, part in _split_by_day(frame, days):
         folder = landing / table / str(day)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{stem}.{fmt}"
@@ -261,7 +261,7 @@ def write_landing(
             text = "\n".join([*part["line"].to_list(), *(extra_lines or {}).get(str(day), [])]) + "\n"
             tmp.write_bytes(text.encode("utf-8"))
         else:
-            part.drop("__day").write_parquet(tmp, compression="lz4")
+            part.write_parquet(tmp, compression="lz4")
         # An identical file is left untouched (same bytes, same modification time), so
         # re-importing the same source changes no landed day.
         if path.exists() and filecmp.cmp(tmp, path, shallow=False):
@@ -279,6 +279,26 @@ def write_landing(
                     old.unlink()
                     result.removed_stale.append(old)
     return result
+
+
+def _split_by_day(frame: pl.DataFrame, days: pl.Series) -> list[tuple[str, pl.DataFrame]]:
+    """``(YYYY-MM-DD, rows of that day)`` per day of ``days`` (a ``Date`` series without
+    nulls, one per row of ``frame``), in day order, rows in input order.
+
+    One stable sort by day (skipped when the rows are already in day order, as the importers
+    give them) and zero-copy slices: a hash group-by would gather every column again for each
+    table written.
+    """
+    if not days.is_sorted():
+        frame = frame.with_columns(days.alias("__day")).sort("__day", maintain_order=True)
+        days = frame.get_column("__day")
+        frame = frame.drop("__day")
+    runs = days.rle()
+    parts, start = [], 0
+    for day, n in zip(runs.struct.field("value").to_list(), runs.struct.field("len").to_list(), strict=True):
+        parts.append((day.isoformat(), frame.slice(start, n)))
+        start += n
+    return parts
 
 
 def _as_utc_columns(df: pl.DataFrame) -> pl.DataFrame:
