@@ -543,3 +543,24 @@ def test_a_ratio_with_a_missing_sum_in_one_period_is_undefined_and_an_empty_peri
     assert r["n_treatment"] == 200
     assert r["mean_treatment"] == pytest.approx(y1.sum() / m1.sum(), rel=1e-12)
     assert r["variance_treatment"] == pytest.approx(200 * _delta_ratio(y1, m1)[1], rel=1e-9)
+
+
+def test_a_period_in_which_one_arm_has_no_units_is_left_out_of_the_estimate():
+    # Two periods; the treatment has no analysable units in the first (its figures never came),
+    # so only the second period is a stratum: its difference is the estimate.
+    reg = registration("gap", ["control", "treatment"], [0.9, 0.1], min_samples_per_arm=10)
+    events = [{"experiment_id": "gap", "status": "active", "at": T0 + dt.timedelta(days=10),
+               "reason": "allocation changed", "allocation": '{"control": 0.5, "treatment": 0.5}'}]
+    night = DAY0 + dt.timedelta(days=19)
+    figures = [binary("gap", "control", night, 900, 270),
+               binary("gap", "control", night, 500, 300, segment=1), binary("gap", "treatment", night, 500, 330, segment=1)]
+    r = row(look([reg], figures, night, events=events, output="last"))
+    assert r["periods"] == 1
+    assert r["difference"] == pytest.approx(330 / 500 - 300 / 500, abs=1e-12)
+    # the same with the control missing in the first period
+    mirrored = [binary("gap", "treatment", night, 100, 70)] + figures[1:]
+    r = row(look([reg], mirrored, night, events=events, output="last"))
+    assert r["periods"] == 1 and r["difference"] == pytest.approx(0.06, abs=1e-12)
+    # and a comparison whose treatment never had units has no period at all
+    none = row(look([reg], figures[:2], night, events=events, output="last"))
+    assert none["periods"] == 0 and none["difference"] is None and none["n_treatment"] == 0
