@@ -213,3 +213,29 @@ def test_invalid_arguments_raise(args, kwargs):
 def test_mn_margin_out_of_range_raises():
     with pytest.raises(ValueError):
         miettinen_nurminen(1, 4, 1, 4, margin=1.0)
+
+
+def test_the_illinois_root_finder_converges_superlinearly_on_every_bracket():
+    # Illinois (Dowell and Jarratt 1971): superlinear, order about 1.44, so a smooth monotone
+    # function is solved in about a dozen steps, where bisection would need log2(1 / 1e-13) = 43
+    # to narrow the bracket. An element stops when |f| <= 1e-10 (about 1e-10 from the root
+    # here, where f' is near -1). Brackets: symmetric around 0, wide, narrow.
+    from zcl_assets.stats.binary import _illinois
+
+    roots = np.array([0.1, 0.35, -0.2])
+
+    def f(x, i):
+        return np.tanh(roots[i] - x) + 0.5 * (roots[i] - x) ** 3  # decreasing, one root per element
+
+    steps = []
+
+    def counted(x, i):
+        steps.append(x.size)
+        return f(x, i)
+
+    a, b = np.array([-0.5, -0.9, -0.2000001]), np.array([0.5, 0.9, -0.1])
+    x = _illinois(counted, a, b, f(a, np.arange(3)), f(b, np.arange(3)))
+    brentq_roots = [brentq(lambda t, k=k: f(np.array([t]), np.array([k]))[0], a[k], b[k], xtol=1e-15) for k in range(3)]
+    assert brentq_roots == pytest.approx(roots, abs=1e-14)
+    assert x == pytest.approx(roots, abs=1e-9)
+    assert len(steps) <= 15
