@@ -7,6 +7,7 @@ place of ``contracts/evaluation``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,6 +15,7 @@ import pytest
 
 from contracts import evaluation
 from contracts.evaluation import EvaluationContract, load_evaluation_contracts
+from contracts.tables import EVALUATOR_KINDS
 
 
 class _LatinLocalePath(type(Path())):
@@ -61,18 +63,20 @@ def test_a_task_type_given_twice_names_the_file_read_first(tmp_path, monkeypatch
         load_evaluation_contracts()
 
 
-@pytest.mark.parametrize("text,message", [
-    ("authoritative_kinds: [human]\n", "needs task_type"),
-    ("task_type: bugfix\n", "needs task_type"),
-    ("task_type: bugfix\nauthoritative_kinds: [oracle]\n", "needs task_type"),
-    ("", "needs task_type"),
+@pytest.mark.parametrize("text", [
+    "authoritative_kinds: [human]\n",
+    "task_type: bugfix\n",
+    "task_type: bugfix\nauthoritative_kinds: [oracle]\n",
+    "task_type: bugfix\nauthoritative_kinds: [human, oracle]\n",
+    "",
 ])
-def test_a_contract_without_task_type_or_with_an_unknown_kind_is_refused(tmp_path, monkeypatch, text, message):
+def test_a_contract_without_task_type_or_with_an_unknown_kind_is_refused(tmp_path, monkeypatch, text):
     folder = tmp_path / "evaluation"
     _write(folder, "default.yaml", 'task_type: "*"\nauthoritative_kinds: [evaluator]\n')
     _write(folder, "bad.yaml", text)
     _use_folder(monkeypatch, folder)
-    with pytest.raises(ValueError, match=rf"^bad.yaml: {message}"):
+    message = f"bad.yaml: needs task_type and authoritative_kinds from {EVALUATOR_KINDS}"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         load_evaluation_contracts()
 
 
@@ -80,5 +84,5 @@ def test_no_default_contract_is_refused(tmp_path, monkeypatch):
     folder = tmp_path / "evaluation"
     _write(folder, "bugfix.yaml", "task_type: bugfix\nauthoritative_kinds: [evaluator]\n")
     _use_folder(monkeypatch, folder)
-    with pytest.raises(ValueError, match="no default evaluation contract"):
+    with pytest.raises(ValueError, match=r"^no default evaluation contract \(task_type: .\*.\)$"):
         load_evaluation_contracts()
