@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 
 import numpy as np
 import polars as pl
@@ -564,3 +565,85 @@ def test_a_period_in_which_one_arm_has_no_units_is_left_out_of_the_estimate():
     # and a comparison whose treatment never had units has no period at all
     none = row(look([reg], figures[:2], night, events=events, output="last"))
     assert none["periods"] == 0 and none["difference"] is None and none["n_treatment"] == 0
+
+
+def _sig(x, digits=4):
+    """A figure as the reasons print it: rounded to ``digits`` significant figures, shortest form."""
+    text = repr(float(f"{x:.{digits}g}"))
+    return re.sub(r"e([-+])0*(\d)", lambda m: "e" + m[1].replace("+", "") + m[2], text)
+
+
+def _binary_cs(x_t, n_t, x_c, n_c, level=0.0125, alpha=0.0125, mde=0.05, baseline=0.5, power=0.8):
+    """CS ends and anytime p of a 50/50 binary comparison, tuned at its plan (hand formulas above)."""
+    n_fixed = (stats.norm.isf(alpha / 2) + stats.norm.ppf(power)) ** 2 * (baseline * (1 - baseline) + (baseline + mde) * (1 - baseline - mde)) \
+        / mde**2
+    plan = math.ceil(1.73 * n_fixed)
+    p_t, p_c = x_t / n_t, x_c / n_c
+    sigma2, n, rho2 = cs_reference(p_t - p_c, p_t * (1 - p_t), n_t, p_c * (1 - p_c), n_c, alpha, 2 * plan)
+    hw = halfwidth(sigma2, n, rho2, level)
+    return p_t - p_c - hw, p_t - p_c + hw, anytime_p(p_t - p_c, sigma2, n, rho2), plan
+
+
+def test_every_template_of_the_reason_in_words_with_its_figures():
+    # Each reason written out in full; its figures from the reference formulas of this file.
+    reg = registration("w", ["control", "treatment"], min_samples_per_arm=10)
+    cs = "the 98.75% confidence sequence [{}, {}]"
+    padj = "Holm-adjusted anytime-valid p = {} against alpha share 0.0125"
+
+    def reason(figures, night=NIGHT, **kw):
+        return row(look([reg], figures, night, **kw), night)["decision_reason"]
+
+    # reject: 2,000 / 5,000 against 2,500 / 5,000
+    lo, hi, p, plan = _binary_cs(2000, 5000, 2500, 5000)
+    assert plan == 3839
+    assert reason([binary("w", "control", NIGHT, 5000, 2500), binary("w", "treatment", NIGHT, 5000, 2000)]) == (
+        f"{cs.format(_sig(lo), _sig(hi))} lies entirely on the harmful side of zero ({padj.format(_sig(p, 3))})")
+    # adopt, no guardrails
+    lo, hi, p, _ = _binary_cs(2800, 5000, 2500, 5000)
+    assert reason([binary("w", "control", NIGHT, 5000, 2500), binary("w", "treatment", NIGHT, 5000, 2800)]) == (
+        f"{cs.format(_sig(lo), _sig(hi))} lies entirely on the beneficial side of zero ({padj.format(_sig(p, 3))})")
+    # no effect: 6,000 a side is past the planned 3,839, the CS inside (-0.05, 0.05)
+    lo, hi, _, _ = _binary_cs(3030, 6000, 3000, 6000)
+    assert reason([binary("w", "control", NIGHT, 6000, 3000), binary("w", "treatment", NIGHT, 6000, 3030)]) == (
+        f"planned sample reached; {cs.format(_sig(lo), _sig(hi))} lies inside (-MDE, +MDE) = (-0.05, 0.05)")
+    # inconclusive: past the plan, the CS includes zero and reaches beyond the MDE
+    lo, hi, _, _ = _binary_cs(2120, 4000, 2000, 4000)
+    assert lo < 0 < 0.05 < hi
+    assert reason([binary("w", "control", NIGHT, 4000, 2000), binary("w", "treatment", NIGHT, 4000, 2120)]) == (
+        f"planned sample reached; {cs.format(_sig(lo), _sig(hi))} neither excludes zero nor lies inside (-0.05, 0.05)")
+    # collecting: 3,700 of 3,839 a side after 21 days (176.2 a day: 139 / 176.2 -> 1 more day)
+    lo, hi, _, _ = _binary_cs(1930, 3700, 1850, 3700)
+    assert reason([binary("w", "control", NIGHT, 3700, 1850), binary("w", "treatment", NIGHT, 3700, 1930)]) == (
+        f"collecting: 96% of the planned sample, about 1 more days at the current traffic; "
+        f"{cs.format(_sig(lo), _sig(hi))} includes zero")
+    # burn-in: day 3 of the first assignment, 4.0 days since it at the end of the night
+    day3 = DAY0 + dt.timedelta(days=3)
+    assert reason([binary("w", "control", day3, 500, 250), binary("w", "treatment", day3, 430, 300)], day3) == (
+        "burn-in: fewer than 7 days since first assignment (units 500 / 430; 4.0 days since the first assignment)")
+    # invalid since the drift day, sticky
+    drift = [{"experiment_id": "w", "epoch": 0, "drift_day": DAY0 + dt.timedelta(days=5)}]
+    assert reason([binary("w", "control", NIGHT, 3000, 1500), binary("w", "treatment", NIGHT, 3000, 1560)],
+                  drift=drift) == (
+        "invalid since 2026-10-06: the control arm's context digest drifted (sticky until a reopened event)")
+    # a guardrail: tokens may rise by at most 500 (its CS read at the comparison's alpha, 0.0125,
+    # on the same tuning); shown non-inferior, adopt; harmed, adopt is held and says why. The
+    # plan splits the type II error over the primary and the guardrail: power 1 - 0.2 / 2 each.
+    guard = registration("w", ["control", "treatment"], min_samples_per_arm=10,
+                         guardrails='[{"metric": "tokens", "direction": "decrease", "margin": 500.0}]')
+    lo, hi, p, plan = _binary_cs(2800, 5000, 2500, 5000, power=0.9)
+    primary = [binary("w", "control", NIGHT, 5000, 2500), binary("w", "treatment", NIGHT, 5000, 2800)]
+    rho2 = (-2 * math.log(0.0125) + math.log(1 - 2 * math.log(0.0125))) / (2 * plan)
+    for sd, mean_t, words in ((600.0, 15010.0, "non-inferior (CS lower end {} in the beneficial direction is above -500.0)"),
+                              (6000.0, 16500.0, "not shown non-inferior (CS lower end {} in the beneficial direction, "
+                                                "margin -500.0)")):
+        tokens = [continuous("w", "control", NIGHT, 5000, 15000.0, sd**2, metric="tokens"),
+                  continuous("w", "treatment", NIGHT, 5000, mean_t, sd**2, metric="tokens")]
+        g_hi = mean_t - 15000.0 + halfwidth(10000 * 2 * sd**2 / 5000, 10000, rho2, 0.0125)
+        status = "tokens: " + words.format(_sig(-g_hi))
+        got = row(look([guard], primary + tokens, NIGHT), NIGHT, role="primary")["decision_reason"]
+        if sd == 600.0:
+            assert got == (f"{cs.format(_sig(lo), _sig(hi))} lies entirely on the beneficial side of zero "
+                           f"({padj.format(_sig(p, 3))}); guardrails: {status}")
+        else:
+            assert got == (f"{cs.format(_sig(lo), _sig(hi))} is on the beneficial side of zero "
+                           f"({padj.format(_sig(p, 3))}), but adopt is held by guardrail tokens: {status}")
