@@ -151,6 +151,48 @@ def test_declared_allocation_changes_are_checked():
     valid, invalid = allocation_changes(events, arms, regs)
     assert valid.height == 2 and set(valid.get_column("share").to_list()) == {0.5}
     reasons = invalid.sort("at").get_column("why").to_list()
-    assert len(reasons) == 4
-    assert "after the registration" in reasons[0] and "JSON object" in reasons[1]
-    assert "registered arms" in reasons[2] and "sum to 1" in reasons[3]
+    assert reasons == [
+        "a change must come after the registration",
+        "allocation must be a JSON object of arm -> share",
+        "allocation names ['control', 'other'] but the registered arms are ['control', 'treatment']",
+        "shares must be positive and sum to 1, got {'control': 0.7, 'treatment': 0.7}",
+    ]
+    assert invalid.sort("at").get_column("allocation").to_list() == events.sort("at").get_column("allocation").to_list()[1:]
+
+
+def test_an_allocation_change_is_checked_at_its_boundaries():
+    # valid: shares off 1 by less than 1e-6, a change one microsecond after the registration;
+    # invalid: a zero share, an infinite one, a change at the registration's own time, and any
+    # change of a registration that declared no allocation
+    regs = frame([registration("c", ["control", "treatment"], [0.9, 0.1]),
+                  registration("u", ["control", "treatment"], "unknown")])
+    arms = decode_arms(regs)
+
+    def event(eid, at, allocation):
+        return {"experiment_id": eid, "status": "active", "at": at, "reason": "", "allocation": allocation}
+
+    later = T0 + dt.timedelta(days=1)
+    events = pl.DataFrame([
+        event("c", later, '{"control": 0.6, "treatment": 0.4000005}'),
+        event("c", T0 + dt.timedelta(microseconds=1), '{"control": 0.5, "treatment": 0.5}'),
+        event("c", later + dt.timedelta(days=1), '{"control": 1.0, "treatment": 0.0}'),
+        event("c", later + dt.timedelta(days=2), '{"control": 0.5, "treatment": Infinity}'),
+        event("c", T0, '{"control": 0.5, "treatment": 0.5}'),
+        event("c", later + dt.timedelta(days=3), '{"control": 0.5, "treatment": 0.500002}'),
+        event("u", later, '{"control": 0.5, "treatment": 0.5}'),
+    ], schema=EVENTS)
+    valid, invalid = allocation_changes(events, arms, regs)
+    assert sorted(valid.select("at", "arm", "share").rows()) == [
+        (T0 + dt.timedelta(microseconds=1), "control", 0.5), (T0 + dt.timedelta(microseconds=1), "treatment", 0.5),
+        (later, "control", 0.6), (later, "treatment", 0.4000005)]
+    assert sorted(invalid.select("experiment_id", "at", "why").rows()) == [
+        ("c", T0, "a change must come after the registration"),
+        ("c", later + dt.timedelta(days=1), "shares must be positive and sum to 1, got {'control': 1.0, 'treatment': 0.0}"),
+        ("c", later + dt.timedelta(days=2), "shares must be positive and sum to 1, got {'control': 0.5, 'treatment': inf}"),
+        ("c", later + dt.timedelta(days=3),
+         "shares must be positive and sum to 1, got {'control': 0.5, 'treatment': 0.500002}"),
+        ("u", later, "the registration declares no allocation, so a change cannot be stratified"),
+    ]
+    # no allocation column at all: nothing to check
+    valid, invalid = allocation_changes(events.drop("allocation"), arms, regs)
+    assert valid.height == invalid.height == 0 and invalid.columns == ["experiment_id", "at", "allocation", "why"]
