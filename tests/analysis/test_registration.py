@@ -196,3 +196,54 @@ def test_an_allocation_change_is_checked_at_its_boundaries():
     # no allocation column at all: nothing to check
     valid, invalid = allocation_changes(events.drop("allocation"), arms, regs)
     assert valid.height == invalid.height == 0 and invalid.columns == ["experiment_id", "at", "allocation", "why"]
+
+
+def test_every_column_of_three_plans_by_hand():
+    guards = ('[{"metric": "tokens", "direction": "decrease", "margin": 500.0},'
+              ' {"metric": "time_minutes", "direction": "decrease", "margin": 2.0}]')
+    regs = [
+        registration("a", ["zeta", "baseline", "alpha"], [0.3, 0.5, 0.2], control="baseline", guardrails=guards,
+                     expected_verified_share=0.8),
+        registration("c", ["control", "treatment"], "unknown", metric="metric_1", baseline_sd=1.0, mde=0.1,
+                     registered_at=T0 + dt.timedelta(hours=1)),
+        registration("d", ["control", "treatment"], baseline_mean=0.98, mde=0.05, registered_at=T0 + dt.timedelta(hours=2)),
+    ]
+    plans = {r["experiment_id"]: r for r in plan_registrations(frame(regs)).iter_rows(named=True)}
+    common = {"org_id": "org", "admitted": True, "alpha_slot": 1, "alpha_slots": 4, "alpha_share": 0.0125,
+              "planned_unit": "sessions", "inflation": 1.73, "design_effect": 1.0, "traffic_per_day": None,
+              "days_to_plan": None, "policy_version": "registration-policy/1"}
+    binary_words = "difference in proportions of units with success (treatment - control)"
+    # a: two comparisons at 0.0125 / 2; two guardrails share the type II error, per-test power
+    # 1 - 0.2 / 3; the arm with the smaller ratio (alpha, 0.2 / 0.5) needs the most control
+    # units: n = (z_{1-0.00625/2} + z_{1-0.2/3})^2 (0.25 + 0.55 * 0.45 / 0.4) / 0.05^2, planned
+    # ceil(1.73 n / 0.8) (the verified share)
+    n_a = (stats.norm.isf(0.00625 / 2) + stats.norm.ppf(1 - 0.2 / 3)) ** 2 * (0.25 + 0.2475 / 0.4) / 0.05**2
+    plan_a = math.ceil(1.73 * n_a / 0.8)
+    assert plans["a"] == {**common, "experiment_id": "a", "task_type": "task-a", "n_comparisons": 2,
+                          "comparison_alpha": 0.00625, "metric_kind": "binary_proportion", "estimand": binary_words,
+                          "allocation_known": True, "planned_n_per_arm": plan_a, "n_fixed_per_arm": pytest.approx(n_a),
+                          "tuning_n_per_arm": plan_a,
+                          "planned_units": f'{{"zeta": {math.ceil(plan_a * 0.6)}.0, "baseline": {plan_a}.0, '
+                                           f'"alpha": {math.ceil(plan_a * 0.4)}.0}}',
+                          "verified_share": 0.8, "n_guardrails": 2, "reachable": True, "plan_reason": None}
+    # c: no allocation declared, planned at equal allocation, continuous at sd 1
+    n_c = (stats.norm.isf(0.0125 / 2) + Z80) ** 2 * 2 * 1.0 / 0.1**2
+    plan_c = math.ceil(1.73 * n_c)
+    assert plans["c"] == {**common, "experiment_id": "c", "task_type": "task-c", "n_comparisons": 1,
+                          "comparison_alpha": 0.0125, "metric_kind": "continuous_mean",
+                          "estimand": "difference in means of the unit values (per-user means when a user has several "
+                                      "sessions)",
+                          "allocation_known": False, "planned_n_per_arm": plan_c, "n_fixed_per_arm": pytest.approx(n_c),
+                          "tuning_n_per_arm": plan_c, "planned_units": f'{{"control": {plan_c}.0, "treatment": {plan_c}.0}}',
+                          "verified_share": 1.0, "n_guardrails": 0, "reachable": True,
+                          "plan_reason": "allocation not declared: planned at equal allocation"}
+    # d: 0.98 + 0.05 leaves (0, 1): unreachable, tuned at 5,000 units shared by the two arms
+    d = plans["d"]
+    assert math.isnan(d.pop("n_fixed_per_arm"))
+    assert d == {**common, "experiment_id": "d", "task_type": "task-d", "n_comparisons": 1, "comparison_alpha": 0.0125,
+                 "metric_kind": "binary_proportion", "estimand": binary_words, "allocation_known": True,
+                 "planned_n_per_arm": math.inf, "tuning_n_per_arm": 2500.0,
+                 "planned_units": '{"control": inf, "treatment": inf}', "verified_share": 1.0, "n_guardrails": 0,
+                 "reachable": False,
+                 "plan_reason": "baseline plus MDE not in (0, 1); the CS is tuned at 5,000 units in each comparison "
+                                "instead (GrowthBook's default tuning), and only adopt or reject can end it"}
