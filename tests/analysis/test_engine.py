@@ -647,3 +647,25 @@ def test_every_template_of_the_reason_in_words_with_its_figures():
         else:
             assert got == (f"{cs.format(_sig(lo), _sig(hi))} is on the beneficial side of zero "
                            f"({padj.format(_sig(p, 3))}), but adopt is held by guardrail tokens: {status}")
+
+
+def test_the_invalid_reason_names_every_signal_that_fired_with_its_figures():
+    # The p-values are those of the stats tests (tests/stats/test_srm.py, test_monitoring.py);
+    # here the words: every signal of the epoch, in a fixed order, each with its figures.
+    reg = registration("v1", ["control", "treatment"], min_samples_per_arm=10)
+    figures = [binary("v1", "control", NIGHT, 3000, 1500), binary("v1", "treatment", NIGHT, 3000, 1560)]
+    violations = [{"experiment_id": "v1", "epoch": 0, "day": DAY0 + dt.timedelta(days=k), "bad": 40, "total": 400}
+                  for k in range(10)]  # 10% of the rows, every day from the first
+    drift = [{"experiment_id": "v1", "epoch": 0, "drift_day": DAY0 + dt.timedelta(days=5)}]
+    r = row(look([reg], figures, NIGHT, violations=violations, drift=drift), NIGHT)
+    assert r["contract_violation_share"] == pytest.approx(0.10)
+    assert r["decision_reason"] == (
+        "invalid since 2026-10-01: the control arm's context digest drifted; contract violations exceed 5% of its "
+        f"rows (10.0% quarantined, p = {_sig(r['contract_violation_p'], 3)}) (sticky until a reopened event)")
+    # 4,800 / 5,200 on a 50/50 design
+    reg = registration("srm", ["control", "treatment"], mde=0.05, min_samples_per_arm=10)
+    r = row(look([reg], [binary("srm", "control", NIGHT, 4800, 2400), binary("srm", "treatment", NIGHT, 5200, 2600)],
+                 NIGHT), NIGHT)
+    assert r["srm_sequential_p"] < 0.01
+    assert r["decision_reason"] == (f"invalid since {r['invalid_since']}: sequential SRM fired "
+                                    f"(p = {_sig(r['srm_sequential_p'], 3)} < 0.01) (sticky until a reopened event)")
