@@ -669,3 +669,16 @@ def test_the_invalid_reason_names_every_signal_that_fired_with_its_figures():
     assert r["srm_sequential_p"] < 0.01
     assert r["decision_reason"] == (f"invalid since {r['invalid_since']}: sequential SRM fired "
                                     f"(p = {_sig(r['srm_sequential_p'], 3)} < 0.01) (sticky until a reopened event)")
+
+
+def test_power_at_the_mde_of_a_continuous_primary_metric_at_an_unequal_split():
+    # score, registered sd 0.2 and MDE 0.05, 40/60 with the control the larger arm: the z-test
+    # power at the effective control sample n / R (R = 1.73, the CS's inflation), ratio r = 2/3:
+    # se = sqrt((0.2^2 + 0.2^2 / r) / (n / R)), power = Phi(0.05 / se - z) + Phi(-0.05 / se - z),
+    # z = z_{1 - 0.0125/2}.
+    reg = registration("pc", ["treatment", "control"], [0.4, 0.6], metric="score", baseline_sd=0.2, baseline_mean=0.6)
+    figures = [continuous("pc", "control", NIGHT, 900, 0.60, 0.04), continuous("pc", "treatment", NIGHT, 600, 0.62, 0.04)]
+    r = row(look([reg], figures, NIGHT), NIGHT)
+    se = math.sqrt((0.04 + 0.04 / (0.4 / 0.6)) / (900 / 1.73))
+    z = stats.norm.isf(0.0125 / 2)
+    assert r["power_at_mde"] == pytest.approx(stats.norm.cdf(0.05 / se - z) + stats.norm.cdf(-0.05 / se - z), rel=1e-12)
