@@ -682,3 +682,18 @@ def test_power_at_the_mde_of_a_continuous_primary_metric_at_an_unequal_split():
     se = math.sqrt((0.04 + 0.04 / (0.4 / 0.6)) / (900 / 1.73))
     z = stats.norm.isf(0.0125 / 2)
     assert r["power_at_mde"] == pytest.approx(stats.norm.cdf(0.05 / se - z) + stats.norm.cdf(-0.05 / se - z), rel=1e-12)
+
+
+def test_the_as_of_search_finds_the_latest_row_of_a_key_up_to_each_night():
+    from zcl_assets.analysis.engine import _Lookup
+
+    # key 0: rows on days -2 and -5 (before the first night, in no particular order) and 1;
+    # key 1: a row on day 3 (after the last of three nights) and on day 0. Expected row per
+    # (key, night) written out: the latest row with day <= night, -1 before any.
+    keys = np.array([0, 0, 1, 0, 1, 2])
+    days = np.array([-2, 1, 3, -5, 0, 2])
+    lookup = _Lookup(keys, days, 3)
+    q_keys = np.array([0, 0, 0, 1, 1, 1, 2, 2, 3])
+    q_nights = np.array([0, 1, 2, 0, 1, 2, 1, 2, 2])
+    assert lookup(q_keys, q_nights).tolist() == [0, 1, 1, 4, 4, 4, -1, 5, -1]
+    assert _Lookup(np.array([], dtype=np.int64), np.array([], dtype=np.int64), 3)(np.array([0]), np.array([1])).tolist() == [-1]

@@ -82,12 +82,16 @@ class LookInputs(NamedTuple):
 
 
 class _Lookup:
-    """As-of search of cumulative rows: the last row of a key with ``day <= night``."""
+    """As-of search of cumulative rows: the last row of a key with ``day <= night``.
+
+    Rows before the first night count from night 0 (the latest of them wins), rows after the
+    last night are never found; the rows may come in any order.
+    """
 
     def __init__(self, keys: np.ndarray, days: np.ndarray, nights: int):
-        self.span = nights + 1
-        combined = keys * self.span + np.clip(days, -1, nights - 1) + 1
-        self.order = np.argsort(combined, kind="stable")
+        self.span = nights + 2
+        combined = keys * self.span + np.clip(days, -1, nights) + 1
+        self.order = np.lexsort((days, combined))  # ties (rows before the first night): by day
         self.sorted = combined[self.order]
 
     def __call__(self, keys: np.ndarray, nights: np.ndarray) -> np.ndarray:
