@@ -98,6 +98,48 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+            f\"CAST(metric_caps AS VARCHAR) FROM ({candidate_select(contract, Source('json', 'RECORDS'))})\"",
         "DuckDB resolves identifiers case-insensitively, quoted or not: RECORDS names the registered records",
     ),
+    "zcl_assets.stats.binary.x__mn_limits__mutmut_125": (
+        "-        edge = lo_edge if sign < 0 else hi_edge\n+        edge = lo_edge if sign < 1 else hi_edge",
+        "solve() is called with sign -1.0 and 1.0 only, for which sign < 0 and sign < 1 agree",
+    ),
+    "contracts.evaluation.x_load_evaluation_contracts__mutmut_10": (
+        "-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):\n"
+        "+    for entry in sorted(folder.iterdir(), key=None):",
+        "the entries are paths of one folder, which sort as their names do (POSIX paths compare part by part)",
+    ),
+    "contracts.evaluation.x_load_evaluation_contracts__mutmut_12": (
+        "-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):\n"
+        "+    for entry in sorted(folder.iterdir(), ):",
+        "the entries are paths of one folder, which sort as their names do (POSIX paths compare part by part)",
+    ),
+    "contracts.evaluation.x_load_evaluation_contracts__mutmut_26": (
+        '-        data = yaml.safe_load(entry.read_text(encoding="utf-8")) or {}\n'
+        '+        data = yaml.safe_load(entry.read_text(encoding="UTF-8")) or {}',
+        "Python's codec names are case-insensitive: UTF-8 is utf-8",
+    ),
+    "zcl_assets.analysis.grid.x\u01c1Grid\u01c1build__mutmut_39": (
+        "-        epoch = np.full((n_exp, max(nights, 1)), -1, dtype=np.int64)\n"
+        "+        epoch = np.full((n_exp, max(nights, 1)), -1, dtype=None)",
+        "np.full without a dtype takes the fill value's, int64 for -1",
+    ),
+    "zcl_assets.analysis.registration.x_plan_registrations__mutmut_373": (
+        '-    per_experiment = comparisons.group_by("experiment_id", maintain_order=True).agg(\n'
+        '+    per_experiment = comparisons.group_by("experiment_id", maintain_order=False).agg(',
+        "polars keeps the row order within each group either way (first() and filter().first() see the same "
+        "rows), the groups are joined by experiment_id and the plans are sorted by it at the end",
+    ),
+    "zcl_assets.analysis.registration.x_plan_registrations__mutmut_520": (
+        '-        .group_by("experiment_id", maintain_order=True)\n'
+        '+        .group_by("experiment_id", maintain_order=False)',
+        "polars keeps the row order within each group either way (the arms of planned_units stay in "
+        "registration order); the groups are joined by experiment_id and the plans are sorted by it",
+    ),
+    "zcl_assets.analysis.quality.x_rule_one__mutmut_478": (
+        "-    n_epochs = int(grid.epoch.max()) + 1 if grid.epoch.size else 1\n"
+        "+    n_epochs = int(grid.epoch.max()) + 1 if grid.epoch.size else 2",
+        "the else branch is taken only for a grid without experiments, whose drift array has no rows "
+        "whatever its width",
+    ),
 }
 
 
