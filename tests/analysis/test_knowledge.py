@@ -105,3 +105,18 @@ def test_each_record_cites_its_look_row_and_states_its_claim_in_words():
     # an experiment without a source or evaluators row cites none
     other = promote(looks(["adopt"], experiment="e2"), empty(), EVALUATORS, SOURCE).row(0, named=True)
     assert json.loads(other["citations"])["source"] is None and other["evaluators"] == "[]"
+
+
+def test_records_chain_per_comparison_and_an_undefined_interval_is_said_so():
+    a = looks(["adopt", "adopt", "reject"])
+    b = looks(["no_effect", "continue", "no_effect"]).with_columns(pl.lit("other").alias("treatment_arm"))
+    both = pl.concat([b, a]).with_columns(
+        pl.when(pl.col("treatment_arm") == "other").then(None).otherwise(pl.col("cs_low")).alias("cs_low"))
+    out = promote(both, empty(), EVALUATORS, SOURCE)
+    # one chain per (experiment, metric, treatment arm), each numbered from 1, in time order
+    assert out.select("treatment_arm", "claim", "sequence", "look_as_of").rows() == [
+        ("other", "no_effect", 1, DAY), ("treatment", "adopt", 1, DAY), ("treatment", "reject", 2, DAY + dt.timedelta(days=2))]
+    rows = out.rows(named=True)
+    assert rows[2]["supersedes"] == rows[1]["record_id"] and rows[0]["supersedes"] is None
+    assert rows[0]["statement"] == "other changes success by less than the MDE against control: difference in undefined"
+    assert len({r["record_id"] for r in rows}) == 3 and all(len(r["record_id"]) == 24 for r in rows)
