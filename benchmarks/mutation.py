@@ -118,8 +118,8 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "Python's codec names are case-insensitive: UTF-8 is utf-8",
     ),
     "zcl_assets.analysis.grid.x\u01c1Grid\u01c1build__mutmut_39": (
-        "-        epoch = np.full((n_exp, max(nights, 1)), -1, dtype=np.int64)\n"
-        "+        epoch = np.full((n_exp, max(nights, 1)), -1, dtype=None)",
+        "-    epoch = np.full((n_exp, max(nights, 1)), -1, dtype=np.int64)\n"  # mutmut shows a method dedented
+        "+    epoch = np.full((n_exp, max(nights, 1)), -1, dtype=None)",
         "np.full without a dtype takes the fill value's, int64 for -1",
     ),
     "zcl_assets.analysis.registration.x_plan_registrations__mutmut_373": (
