@@ -66,6 +66,7 @@ def build(
     first_assigned_at: dt.datetime | None = None,
     policy: RegistrationPolicy | None = None,
     output: str = "all",
+    both_arms: list[dict] | None = None,
 ) -> LookInputs:
     """The inputs of the look as of ``as_of`` (``output``: "all" nights or "last")."""
     reg = pl.DataFrame(registrations, schema_overrides={"baseline_sd": pl.Float64, "metric_caps": pl.String,
@@ -98,7 +99,7 @@ def build(
         violations=pl.DataFrame(violations or [], schema={"experiment_id": pl.String, "epoch": pl.Int64,
                                                           "day": pl.Date, "bad": pl.Int64, "total": pl.Int64}),
         drift=pl.DataFrame(drift or [], schema={"experiment_id": pl.String, "epoch": pl.Int64, "drift_day": pl.Date}),
-        both_arms=pl.DataFrame(schema={"experiment_id": pl.String, "day": pl.Date, "users": pl.Int64}),
+        both_arms=pl.DataFrame(both_arms or [], schema={"experiment_id": pl.String, "day": pl.Date, "users": pl.Int64}),
     )
 
 

@@ -697,3 +697,21 @@ def test_the_as_of_search_finds_the_latest_row_of_a_key_up_to_each_night():
     q_nights = np.array([0, 1, 2, 0, 1, 2, 1, 2, 2])
     assert lookup(q_keys, q_nights).tolist() == [0, 1, 1, 4, 4, 4, -1, 5, -1]
     assert _Lookup(np.array([], dtype=np.int64), np.array([], dtype=np.int64), 3)(np.array([0]), np.array([1])).tolist() == [-1]
+
+
+def test_users_seen_in_both_arms_add_up_night_by_night():
+    # a session-randomized experiment: 3 users seen in a second arm on day 2, 2 more on day 5,
+    # 4 on a day after the look (never counted); a user-randomized one shows none (null)
+    reg = registration("x", ["control", "treatment"], min_samples_per_arm=10)
+    users = registration("y", ["control", "treatment"], randomization_unit="user", sessions_per_unit="one",
+                         min_samples_per_arm=10)
+    night = DAY0 + dt.timedelta(days=6)
+    figures = [binary(e, a, DAY0, 100, 50) for e in ("x", "y") for a in ("control", "treatment")]
+    both = [{"experiment_id": "x", "day": DAY0 + dt.timedelta(days=2), "users": 3},
+            {"experiment_id": "x", "day": DAY0 + dt.timedelta(days=5), "users": 2},
+            {"experiment_id": "x", "day": DAY0 + dt.timedelta(days=9), "users": 4},
+            {"experiment_id": "y", "day": DAY0 + dt.timedelta(days=2), "users": 7}]
+    out = look([reg, users], figures, night, both_arms=both)
+    x = out.filter(pl.col("experiment_id") == "x").sort("as_of").get_column("users_in_both_arms").to_list()
+    assert x == [0, 0, 3, 3, 3, 5, 5]
+    assert out.filter(pl.col("experiment_id") == "y").get_column("users_in_both_arms").is_null().all()
