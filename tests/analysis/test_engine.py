@@ -715,3 +715,28 @@ def test_users_seen_in_both_arms_add_up_night_by_night():
     x = out.filter(pl.col("experiment_id") == "x").sort("as_of").get_column("users_in_both_arms").to_list()
     assert x == [0, 0, 3, 3, 3, 5, 5]
     assert out.filter(pl.col("experiment_id") == "y").get_column("users_in_both_arms").is_null().all()
+
+
+def test_two_guardrails_are_read_in_their_registered_order_and_the_first_failing_one_holds():
+    # tokens is registered before time_minutes (names in the other order); both harmed: the
+    # reason names tokens, and the status lists both in the registered order.
+    guards = ('[{"metric": "tokens", "direction": "decrease", "margin": 500.0},'
+              ' {"metric": "time_minutes", "direction": "decrease", "margin": 1.0}]')
+    reg = registration("w2", ["control", "treatment"], min_samples_per_arm=10, guardrails=guards)
+    _, _, _, plan = _binary_cs(2800, 5000, 2500, 5000, power=1 - 0.2 / 3)
+    rho2 = (-2 * math.log(0.0125) + math.log(1 - 2 * math.log(0.0125))) / (2 * plan)
+    figures = [binary("w2", "control", NIGHT, 5000, 2500), binary("w2", "treatment", NIGHT, 5000, 2800),
+               continuous("w2", "control", NIGHT, 5000, 15000.0, 6000.0**2, metric="tokens"),
+               continuous("w2", "treatment", NIGHT, 5000, 16500.0, 6000.0**2, metric="tokens"),
+               continuous("w2", "control", NIGHT, 5000, 30.0, 10.0**2, metric="time_minutes"),
+               continuous("w2", "treatment", NIGHT, 5000, 32.0, 10.0**2, metric="time_minutes")]
+    r = row(look([reg], figures, NIGHT), NIGHT, role="primary")
+
+    def lower(diff, sd):  # beneficial-direction lower end of a decrease metric: -(diff + half-width)
+        return -(diff + halfwidth(10000 * 2 * sd**2 / 5000, 10000, rho2, 0.0125))
+
+    assert r["guardrail_status"] == (
+        f"tokens: not shown non-inferior (CS lower end {_sig(lower(1500.0, 6000.0))} in the beneficial direction, "
+        f"margin -500.0); time_minutes: not shown non-inferior (CS lower end {_sig(lower(2.0, 10.0))} in the "
+        "beneficial direction, margin -1.0)")
+    assert r["decision"] == "continue" and "but adopt is held by guardrail tokens: " in r["decision_reason"]
