@@ -35,8 +35,8 @@ def arms(*pairs):
     ((arms(("a", 0.5), ("a", 0.5)), "a", None, None),
      [("bad_arms", "arms need at least two distinct non-blank names, got ['a', 'a']")]),
     # allocations: off 1 by more than 1e-6, zero, negative, a text, one null among numbers
-    ((arms(("a", 0.3), ("b", 0.700002)), "a", None, None),
-     [("bad_allocation", "allocations must be positive numbers summing to 1, or all null (unknown), got [0.3, 0.700002]")]),
+    ((arms(("a", 0.3), ("b", 0.7000015)), "a", None, None),
+     [("bad_allocation", "allocations must be positive numbers summing to 1, or all null (unknown), got [0.3, 0.7000015]")]),
     ((arms(("a", 0.0), ("b", 1.0)), "a", None, None),
      [("bad_allocation", "allocations must be positive numbers summing to 1, or all null (unknown), got [0.0, 1.0]")]),
     ((arms(("a", -0.5), ("b", 1.5)), "a", None, None),
