@@ -134,3 +134,24 @@ def test_a_night_without_a_look_between_two_looks_does_not_count_the_units_twice
     arrivals = np.diff(np.vstack([np.zeros(2), snapshots]), axis=0)
     assert chi_p[0, 20] == pytest.approx(chi2_contingency(arrivals, correction=False)[1], rel=1e-9)
     assert p[0, 20] == pytest.approx(srm_constancy(snapshots).pvalue[-1], rel=1e-9)
+
+
+def test_outcome_imbalance_along_the_nights_is_the_sequential_test_of_the_verified_units():
+    # Assignment exactly 50/50 every night (300 units an arm), verification 80% in control and
+    # 2/3 in treatment. Against the split actually assigned (1/2, 1/2), the verified units are
+    # Lindon-Malek's sequential multinomial test at the SRM prior (stats.srm.srm_sequential).
+    nights_, arms = 20, ["control", "treatment"]
+    verified = np.cumsum(np.tile([240, 200], (nights_, 1)), axis=0)
+    reg = registration("i", arms, min_samples_per_arm=10)
+    stats_ = [binary("i", a, DAY0 + dt.timedelta(days=k), int(verified[k, j]), int(verified[k, j]) // 2)
+              for k in range(nights_) for j, a in enumerate(arms)]
+    assigned = [{"experiment_id": "i", "arm": a, "segment": 0, "day": DAY0 + dt.timedelta(days=k), "units": 300 * (k + 1)}
+                for k in range(nights_) for a in arms]
+    out = analyse(build([reg], stats_, DAY0 + dt.timedelta(days=nights_ - 1), assigned=assigned)).sort("as_of")
+    n_star = out.get_column("planned_n_per_arm")[0] * 2
+    ref = srm_sequential(verified, [0.5, 0.5], tuned_concentration(n_star, SRM_ALPHA), looks_axis=0)
+    np.testing.assert_allclose(out.get_column("imbalance_p_value").to_numpy(), ref.pvalue, rtol=1e-9)
+    assert ref.pvalue[-1] < SRM_ALPHA < ref.pvalue[0]  # it fires along the way
+    fired = out.filter(pl.col("imbalance_p_value") < SRM_ALPHA).get_column("as_of").min()
+    assert out.filter(pl.col("as_of") >= fired).get_column("decision").unique().to_list() == ["invalid"]
+    assert "verified outcomes imbalanced between arms" in out.get_column("decision_reason")[-1]
