@@ -740,3 +740,35 @@ def test_two_guardrails_are_read_in_their_registered_order_and_the_first_failing
         f"margin -500.0); time_minutes: not shown non-inferior (CS lower end {_sig(lower(2.0, 10.0))} in the "
         "beneficial direction, margin -1.0)")
     assert r["decision"] == "continue" and "but adopt is held by guardrail tokens: " in r["decision_reason"]
+
+
+def test_every_other_column_of_a_plain_binary_comparison_by_hand():
+    # the 60/40 comparison of the first test: 600 / 1,200 against 448 / 800, exactly on its split
+    reg = registration("e1", ["treatment", "baseline"], [0.4, 0.6], control="baseline")
+    r = row(look([reg], [binary("e1", "baseline", NIGHT, 1200, 600), binary("e1", "treatment", NIGHT, 800, 448)], NIGHT),
+            NIGHT)
+    assert {k: r[k] for k in ("experiment_id", "metric", "role", "is_primary", "direction", "analysis_unit", "source",
+                              "allocation", "srm_test", "status", "periods", "family_size", "n_control",
+                              "n_treatment", "successes_control", "successes_treatment", "srm_units_control",
+                              "srm_units_treatment", "users_in_both_arms", "srm_fired", "baseline_drift",
+                              "invalid_since", "contract_violation_share", "interval_test_disagree",
+                              "ci_method")} == {
+        "experiment_id": "e1", "metric": "success", "role": "primary", "is_primary": True, "direction": "increase",
+        "analysis_unit": "session", "source": "sessions", "allocation": "declared",
+        "srm_test": "known allocation (Lindon-Malek)", "status": "registered", "periods": 1, "family_size": 1,
+        "n_control": 1200, "n_treatment": 800, "successes_control": 600, "successes_treatment": 448,
+        "srm_units_control": 1200, "srm_units_treatment": 800, "users_in_both_arms": 0, "srm_fired": False,
+        "baseline_drift": False, "invalid_since": None, "contract_violation_share": None,
+        "interval_test_disagree": False, "ci_method": "miettinen_nurminen_score",
+    }
+    assert (r["mean_control"], r["mean_treatment"]) == (pytest.approx(0.5), pytest.approx(0.56))
+    assert (r["variance_control"], r["variance_treatment"]) == (pytest.approx(0.25), pytest.approx(0.56 * 0.44))
+    assert r["verified_share"] == pytest.approx(1.0)
+    # relative lift 0.56 / 0.5 - 1 with the log-scale delta-method interval (Kohavi, Tang and Xu 2020)
+    se = math.sqrt(0.56 * 0.44 / (800 * 0.56**2) + 0.25 / (1200 * 0.25))
+    z = stats.norm.isf(0.025)
+    assert r["relative_lift"] == pytest.approx(0.12, rel=1e-12)
+    assert (r["lift_ci_low"], r["lift_ci_high"]) == (pytest.approx(1.12 * math.exp(-z * se) - 1, rel=1e-9),
+                                                     pytest.approx(1.12 * math.exp(z * se) - 1, rel=1e-9))
+    # the SRM chi-square of 1,200 / 800 against 60/40 is 0 (p = 1)
+    assert r["srm_chisquare_p"] == pytest.approx(1.0)
