@@ -140,6 +140,20 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "the else branch is taken only for a grid without experiments, whose drift array has no rows "
         "whatever its width",
     ),
+    "contracts.registration.x_registration_problems__mutmut_100": (
+        '-            if not isinstance(g, dict) or g.get("metric") not in METRICS or g.get("direction") not in DIRECTIONS '
+        'or not (margin and margin > 0):\n'
+        '+            if not isinstance(g, dict) or g.get("metric") not in METRICS or g.get("direction") not in DIRECTIONS '
+        'or not (margin and margin >= 0):',
+        "a margin of 0 is falsy, so `margin and ...` is already false before the comparison; for any other "
+        "margin > 0 and >= 0 agree",
+    ),
+    "contracts.validate.x__native_field__mutmut_161": (
+        '-        return _FieldSql("NULL", present, f"\'a \' || {sql_literal(column_type)} || \' column\'")\n'
+        '+        return _FieldSql("null", present, f"\'a \' || {sql_literal(column_type)} || \' column\'")',
+        "the text is SQL only (the typed value of a field whose column has another type), and SQL keywords are "
+        "case-insensitive: null is NULL",
+    ),
 }
 
 
