@@ -154,6 +154,19 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "the text is SQL only (the typed value of a field whose column has another type), and SQL keywords are "
         "case-insensitive: null is NULL",
     ),
+    "contracts.validate.x__native_field__mutmut_85": (
+        '-        f.type in ("BIGINT", "DOUBLE") and base in ("TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT", '
+        '"UINTEGER")) or (\n'
+        '+        f.type in ("BIGINT", "DOUBLE") and base in ("TINYINT", "SMALLINT", "XXINTEGERXX", "UTINYINT", "USMALLINT", '
+        '"UINTEGER")) or (',
+        "an INTEGER column is then not taken as exact: a BIGINT field reads it by TRY_CAST to BIGINT, which "
+        "never fails on an INTEGER, so the added bad_type check never fires; a DOUBLE field is exact for it by "
+        "the next clause",
+    ),
+    "zcl_assets.stats.continuous.x_welch__mutmut_216": (
+        "-        ci_high=out(np.where(ok, diff + half, nan)),\n+        ci_high=out(np.where(ok, diff + half, None)),",
+        "out() casts to float64, which reads None as NaN",
+    ),
 }
 
 

@@ -46,3 +46,9 @@ def test_an_event_time_that_staging_reads_has_no_partition_problem():
     # DuckDB reads this time; datetime.fromisoformat does not (check_records once gave it the
     # fallback partition day 1970-01-01 and a false wrong_partition problem)
     assert check_records("outcomes", [dict(OUTCOME, recorded_at="2026-01-01 12:00:00 UTC")]) == [[]]
+
+
+def test_a_value_with_a_colon_stays_in_its_reason():
+    # the staged reason is "rule: text"; only the first ": " separates them
+    assert check_records("outcomes", [dict(OUTCOME, evaluator_kind="robot: v2")]) == [
+        [("not_allowed", "evaluator_kind=robot: v2 is not one of evaluator, human, self_report, heuristic")]]

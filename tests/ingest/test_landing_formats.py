@@ -47,3 +47,20 @@ def test_jsonl_csv_and_parquet_stage_the_same_registration(tmp_path):
         assert {t.hour for t in staged.get_column("registered_at")} == {6}
         # Staging again with nothing pending changes nothing.
         assert not stage_table(con, "experiments").rechecked
+
+
+def test_a_line_that_is_not_utf8_is_quarantined_as_invalid_encoding_and_its_neighbours_stage(tmp_path):
+    landing = tmp_path / "landing"
+    day = landing / "experiments" / "2026-10-01"
+    day.mkdir(parents=True)
+    good = json.dumps({**REGISTRATION, "arms": ARMS}).encode()
+    bad = json.dumps({**REGISTRATION, "experiment_id": "e2", "arms": ARMS, "hypothesis": "h"}).encode().replace(
+        b'"hypothesis": "h"', b'"hypothesis": "caf\xe9"')  # Latin-1 e-acute: not UTF-8
+    (day / "a.jsonl").write_bytes(good + b"\n" + bad + b"\n" + good.replace(b'"e1"', b'"e3"') + b"\n")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "experiments")
+        stage_table(con, "experiments")
+        assert con.execute("SELECT source_row, rule, reason FROM quarantine").fetchall() == [
+            (2, "invalid_encoding", "invalid_encoding: line is not valid UTF-8")]
+        assert con.execute("SELECT experiment_id FROM staged_experiments ORDER BY 1").fetchall() == [("e1",), ("e3",)]

@@ -58,7 +58,7 @@ def test_sequential_running_min_and_degenerate():
     assert np.isnan(srm_sequential([np.nan, 1], [0.5, 0.5]).pvalue)
     with pytest.raises(ValueError):
         srm_sequential([1, 2], [0.5, 0.5], prior_concentration=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^looks_axis must not be the arm axis$"):
         srm_sequential(looks, [0.5, 0.5], looks_axis=-1)
 
 
