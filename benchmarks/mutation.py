@@ -167,6 +167,18 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "-        ci_high=out(np.where(ok, diff + half, nan)),\n+        ci_high=out(np.where(ok, diff + half, None)),",
         "out() casts to float64, which reads None as NaN",
     ),
+    "contracts.registration.x_registration_problems__mutmut_7": (
+        '-        parsed = None\n+        parsed = ""',
+        "the arms text that is not JSON then parses as an empty string instead of None; neither is a list, so "
+        "the same bad_arms problem is reported",
+    ),
+    "contracts.validate.x__prepared_relation__mutmut_13": (
+        '-        "(SELECT __partition_day, __source_file, __source_row, __record, __error, __encoding_error, '
+        '__is_object, "\n'
+        '+        "(select __partition_day, __source_file, __source_row, __record, __error, __encoding_error, '
+        '__is_object, "',
+        "SQL keywords are case-insensitive: select is SELECT",
+    ),
 }
 
 

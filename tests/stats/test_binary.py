@@ -239,3 +239,14 @@ def test_the_illinois_root_finder_converges_superlinearly_on_every_bracket():
     assert brentq_roots == pytest.approx(roots, abs=1e-14)
     assert x == pytest.approx(roots, abs=1e-9)
     assert len(steps) <= 15
+
+
+def test_fisher_grid_without_a_table_it_can_compute_returns_nan_of_the_input_shape():
+    # an empty arm, and a table whose support exceeds MAX_FISHER_SUPPORT: both documented NaN
+    from zcl_assets.stats.binary import MAX_FISHER_SUPPORT, fisher_exact_grid
+
+    big = 2 * MAX_FISHER_SUPPORT
+    res = fisher_exact_grid([0.0, big / 2], [0.0, big], [1.0, big / 2], [3.0, big])
+    assert len(res) == 4
+    for field in res:
+        assert np.shape(field) == (2,) and np.isnan(field).all()
