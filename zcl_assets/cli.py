@@ -209,6 +209,7 @@ def _look_day(as_of: str | None, option: str = "--as-of") -> str:
 def run_command(obj, as_of: str | None) -> None:
     """Load every landed file not yet loaded, then take the night's look, as the schedule does."""
     from zcl_assets.definitions import build_resources
+    from zcl_assets.reports.landing import render_run_changes
     from zcl_assets.runner import open_instance, run_night
 
     as_of = _look_day(as_of)
@@ -217,12 +218,27 @@ def run_command(obj, as_of: str | None) -> None:
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     home = _ensure_dagster_home()
+    before = _landed_rows(obj["warehouse"])
     with open_instance(home) as instance:
         results = run_night(instance, as_of, echo=click.echo, log_level="WARNING")
     if results and not results[-1].success:
         click.echo(f"run {results[-1].run_id} failed; open `make dev` (DAGSTER_HOME={home}) to see why", err=True)
         sys.exit(1)
+    changes = render_run_changes(before, _landed_rows(obj["warehouse"]))
+    if changes:
+        click.echo(changes + "\n")
     _print_report(obj["warehouse"], as_of, as_json=False, after_run=True)
+
+
+def _landed_rows(warehouse: Path) -> dict:
+    """Staged and quarantined rows per landing table now (none before the first run)."""
+    from resources import Warehouse
+    from zcl_assets.reports.landing import landed_rows
+
+    if not Path(warehouse).exists():
+        return {}
+    with Warehouse(path=str(warehouse)).connect(read_only=True) as con:
+        return landed_rows(con)
 
 
 @main.command("report")
