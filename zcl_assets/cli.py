@@ -287,9 +287,12 @@ def _print_report(warehouse: Path, as_of: str | None, as_json: bool, after_run: 
             return
         raise click.ClickException(str(exc)) from exc
     if html_file:
+        from zcl_assets.defs.reports.assets import plot_cache
         from zcl_assets.reports.html import plot_all, render_html
 
-        Path(html_file).write_text(render_html(views, plot_all(views)), encoding="utf-8")
+        # the night drew these plots already: reused unless the view changed since
+        Path(html_file).write_text(render_html(views, plot_all(views, plot_cache(Warehouse(path=str(warehouse))))),
+                                   encoding="utf-8")
         click.echo(f"wrote {html_file}: {len(views)} experiments with their plots", err=as_json)
     if as_json:
         keep = {v.experiment_id for v in views}
