@@ -30,7 +30,7 @@ def test_the_night_keeps_one_pair_of_plots_per_experiment_and_the_html_report_re
         experiments = sorted(r[0] for r in con.execute("SELECT DISTINCT experiment_id FROM experiment_analysis").fetchall())
     kept = sorted(p.name for p in cache.glob("*.png"))
     assert len(kept) == 2 * len(experiments)  # the earlier nights' pairs were replaced, not piled up
-    assert sorted({name.split(".")[0] for name in kept}) == sorted(plots_module._SAFE.sub("_", e) for e in experiments)
+    assert sorted({name.split(".")[0] for name in kept}) == sorted(plots_module._cache_name(e) for e in experiments)
 
     monkeypatch.setattr(plots_module, "forest_plot", _never_drawn)
     monkeypatch.setattr(plots_module, "look_history", _never_drawn)
@@ -73,3 +73,11 @@ def test_a_look_computed_again_with_the_same_figures_keeps_its_plots(view):
     assert plots_module.view_fingerprint(again) == plots_module.view_fingerprint(view)
     moved = dataclasses.replace(view, comparisons=view.comparisons.with_columns(cs_low=pl.col("cs_low") - 1e-9))
     assert plots_module.view_fingerprint(moved) != plots_module.view_fingerprint(view)
+
+
+def test_two_experiments_whose_ids_differ_only_in_a_character_a_file_name_cannot_hold_keep_their_own_plots(view, tmp_path):
+    first = dataclasses.replace(view, registration={**view.registration, "experiment_id": "exp.a"})
+    second = dataclasses.replace(view, registration={**view.registration, "experiment_id": "exp_a"})
+    plots_module.plots(first, tmp_path)
+    plots_module.plots(second, tmp_path)
+    assert len(list(tmp_path.glob("*.png"))) == 4  # neither pair replaced the other

@@ -210,18 +210,27 @@ def view_fingerprint(view: ExperimentView) -> str:
     return digest.hexdigest()
 
 
+def _cache_name(experiment_id: str) -> str:
+    """A file-name-safe name of an experiment that two ids never share (``a.b`` and ``a_b``
+    differ in the SHA-256 of the id they end with)."""
+    import hashlib
+
+    return f"{_SAFE.sub('_', experiment_id)[:60]}-{hashlib.sha256(experiment_id.encode()).hexdigest()[:12]}"
+
+
 def plots(view: ExperimentView, cache_dir: str | os.PathLike[str] | None = None) -> tuple[bytes, bytes]:
     """``(forest_plot(view), look_history(view))`` as PNG bytes.
 
     With ``cache_dir``, a pair drawn before from a view with the same :func:`view_fingerprint`
-    is read back from ``<cache_dir>/<experiment>.<fingerprint>.forest.png`` (and
+    is read back from ``<cache_dir>/<experiment name>.<fingerprint>.forest.png`` (and
     ``.history.png``) instead of being drawn again (about 0.3 s a pair); a newly drawn pair
     replaces the experiment's earlier pair there, so the folder holds one pair per experiment.
     """
     if cache_dir is None:
         return forest_plot(view), look_history(view)
     folder = Path(cache_dir)
-    stem = f"{_SAFE.sub('_', view.experiment_id)}.{view_fingerprint(view)[:32]}"
+    experiment = _cache_name(view.experiment_id)
+    stem = f"{experiment}.{view_fingerprint(view)[:32]}"
     forest, history = folder / f"{stem}.forest.png", folder / f"{stem}.history.png"
     try:
         return forest.read_bytes(), history.read_bytes()
@@ -230,7 +239,7 @@ def plots(view: ExperimentView, cache_dir: str | os.PathLike[str] | None = None)
     drawn = forest_plot(view), look_history(view)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.glob(f"{_SAFE.sub('_', view.experiment_id)}.*.png"):
+        for old in folder.glob(f"{experiment}.*.png"):
             if old.name.split(".")[-3] != stem.rsplit(".", 1)[1]:
                 old.unlink(missing_ok=True)
         for path, data in ((forest, drawn[0]), (history, drawn[1])):
