@@ -241,6 +241,49 @@ def _landed_rows(warehouse: Path) -> dict:
         return landed_rows(con)
 
 
+@main.command("check-spark")
+@click.option("--as-of", default=None, help="The look whose aggregates are run (YYYY-MM-DD) [default: the latest look].")
+@click.option("--master", default="local[2]", show_default=True, help="Spark master URL (local mode by default).")
+@click.option("--workdir", type=click.Path(file_okay=False), default=None,
+              help="Folder for the inputs as Parquet (a cluster's workers must read it) [default: a temporary folder].")
+@click.pass_obj
+def check_spark_command(obj, as_of: str | None, master: str, workdir: str | None) -> None:
+    """Run the look's SQL aggregates on Apache Spark and on DuckDB over the warehouse and compare them row by
+    row: the check to make before the same SQL runs on a cluster (needs pyspark and Java 17+). Exits 1 if
+    any aggregate differs."""
+    from resources import Warehouse
+
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise click.ClickException(f"pyspark is not installed ({exc}); `pip install pyspark` and a Java runtime") from exc
+    from zcl_assets.portability.spark import RELATIVE_TOLERANCE, compare_on_spark
+
+    with Warehouse(path=str(obj["warehouse"])).connect(read_only=True) as con:
+        if as_of is None:
+            found = con.execute("SELECT CAST(max(as_of) AS VARCHAR) FROM experiment_analysis").fetchone()[0] \
+                if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'experiment_analysis'").fetchone()[0] else None
+            if found is None:
+                raise click.ClickException("no look has been taken yet: run `zcl run` first")
+            as_of = found
+        as_of = _look_day(as_of)
+        session = (SparkSession.builder.master(master).appName("zcl-check-spark").config("spark.ui.enabled", "false")
+                   .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+        session.sparkContext.setLogLevel("ERROR")
+        try:
+            results = compare_on_spark(con, as_of, session, workdir=workdir)
+        finally:
+            session.stop()
+    click.echo(f"the look's aggregates as of {as_of} on DuckDB and on Spark ({master}); doubles equal within "
+               f"a relative {RELATIVE_TOLERANCE:g}")
+    click.echo(f"{'aggregate':<28} {'DuckDB rows':>11} {'Spark rows':>10} {'differing':>9} {'max rel. diff.':>14}  verdict")
+    for r in results:
+        click.echo(f"{r.name:<28} {r.duckdb_rows:>11,} {r.spark_rows:>10,} {r.differing_rows:>9,} "
+                   f"{r.max_relative_difference:>14.3g}  {'same' if r.same else 'DIFFERENT'}")
+    if not all(r.same for r in results):
+        sys.exit(1)
+
+
 @main.command("report")
 @click.option("--as-of", default=None, help="Show each experiment's latest look on or before this day (YYYY-MM-DD) [default: its latest].")
 @click.option("--experiment", "experiments", multiple=True, metavar="ID", help="Only this experiment (repeatable); shows its details.")
