@@ -81,3 +81,13 @@ def test_two_experiments_whose_ids_differ_only_in_a_character_a_file_name_cannot
     plots_module.plots(first, tmp_path)
     plots_module.plots(second, tmp_path)
     assert len(list(tmp_path.glob("*.png"))) == 4  # neither pair replaced the other
+
+
+def test_a_kept_plot_cut_short_or_replaced_is_drawn_again(view, tmp_path):
+    drawn = plots_module.plots(view, tmp_path)
+    forest = next(tmp_path.glob("*.forest.png"))
+    forest.write_bytes(forest.read_bytes()[:100])  # cut short
+    assert plots_module.plots(view, tmp_path) == drawn
+    forest.write_text("not an image")
+    assert plots_module.plots(view, tmp_path) == drawn
+    assert forest.read_bytes() == drawn[0]  # and kept whole again

@@ -218,6 +218,11 @@ def _cache_name(experiment_id: str) -> str:
     return f"{_SAFE.sub('_', experiment_id)[:60]}-{hashlib.sha256(experiment_id.encode()).hexdigest()[:12]}"
 
 
+def _whole_png(data: bytes) -> bool:
+    """A PNG file from its signature to its end chunk (a kept file cut short or replaced is drawn again)."""
+    return data.startswith(b"\x89PNG\r\n\x1a\n") and data.endswith(b"IEND\xaeB`\x82")
+
+
 def plots(view: ExperimentView, cache_dir: str | os.PathLike[str] | None = None) -> tuple[bytes, bytes]:
     """``(forest_plot(view), look_history(view))`` as PNG bytes.
 
@@ -225,6 +230,8 @@ def plots(view: ExperimentView, cache_dir: str | os.PathLike[str] | None = None)
     is read back from ``<cache_dir>/<experiment name>.<fingerprint>.forest.png`` (and
     ``.history.png``) instead of being drawn again (about 0.3 s a pair); a newly drawn pair
     replaces the experiment's earlier pair there, so the folder holds one pair per experiment.
+    A kept file that is not a whole PNG is drawn again; a folder that cannot be written to only
+    means nothing is kept.
     """
     if cache_dir is None:
         return forest_plot(view), look_history(view)
@@ -233,7 +240,9 @@ def plots(view: ExperimentView, cache_dir: str | os.PathLike[str] | None = None)
     stem = f"{experiment}.{view_fingerprint(view)[:32]}"
     forest, history = folder / f"{stem}.forest.png", folder / f"{stem}.history.png"
     try:
-        return forest.read_bytes(), history.read_bytes()
+        kept = forest.read_bytes(), history.read_bytes()
+        if all(_whole_png(data) for data in kept):
+            return kept
     except OSError:
         pass
     drawn = forest_plot(view), look_history(view)
