@@ -58,3 +58,28 @@ def test_a_memory_limit_given_as_a_size_is_used(cli_env, monkeypatch):
 
     with build_resources()["warehouse"].connect(read_only=True) as con:
         assert con.execute("SELECT current_setting('memory_limit')").fetchone()[0] in {"286.1 MiB", "300.0 MB"}
+
+
+def _session(session_id, user_id, day="2026-10-01"):
+    return json.dumps({"schema_version": 1, "session_id": session_id, "org_id": "o", "user_id": user_id, "task_type": "t",
+                       "started_at": f"{day}T10:00:00+00:00"}) + "\n"
+
+
+def test_a_run_says_how_many_rows_it_staged_and_quarantined_by_rule(cli_env):
+    first = cli_env / "landing" / "sessions" / "2026-10-01"
+    first.mkdir(parents=True)
+    # two good sessions, one whose user_id is a number (bad_type), one without a session_id (missing_field)
+    (first / "s.jsonl").write_text(_session("s1", "u1") + _session("s2", "u2") + _session("s3", 7)
+                                   + json.dumps({"schema_version": 1, "org_id": "o", "user_id": "u", "task_type": "t",
+                                                 "started_at": "2026-10-01T11:00:00+00:00"}) + "\n")
+    result = CliRunner().invoke(main, ["run", "--as-of", "2026-10-02"])
+    assert result.exit_code == 0, result.output
+    assert "  sessions: 2 (+2) staged, 2 (+2) quarantined: bad_type 1 (+1), missing_field 1 (+1)\n" in result.output
+
+    second = cli_env / "landing" / "sessions" / "2026-10-02"
+    second.mkdir(parents=True)
+    (second / "s.jsonl").write_text(_session("s4", "u4", day="2026-10-02"))
+    result = CliRunner().invoke(main, ["run", "--as-of", "2026-10-03"])
+    assert result.exit_code == 0, result.output
+    # the new day staged one row; the quarantine did not change, so its rules are listed as they stand
+    assert "  sessions: 3 (+1) staged, 2 quarantined: bad_type 1, missing_field 1\n" in result.output

@@ -209,6 +209,7 @@ def _look_day(as_of: str | None, option: str = "--as-of") -> str:
 def run_command(obj, as_of: str | None) -> None:
     """Load every landed file not yet loaded, then take the night's look, as the schedule does."""
     from zcl_assets.definitions import build_resources
+    from zcl_assets.reports.landing import render_run_changes
     from zcl_assets.runner import open_instance, run_night
 
     as_of = _look_day(as_of)
@@ -217,12 +218,70 @@ def run_command(obj, as_of: str | None) -> None:
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     home = _ensure_dagster_home()
+    before = _landed_rows(obj["warehouse"])
     with open_instance(home) as instance:
         results = run_night(instance, as_of, echo=click.echo, log_level="WARNING")
     if results and not results[-1].success:
         click.echo(f"run {results[-1].run_id} failed; open `make dev` (DAGSTER_HOME={home}) to see why", err=True)
         sys.exit(1)
+    changes = render_run_changes(before, _landed_rows(obj["warehouse"]))
+    if changes:
+        click.echo(changes + "\n")
     _print_report(obj["warehouse"], as_of, as_json=False, after_run=True)
+
+
+def _landed_rows(warehouse: Path) -> dict:
+    """Staged and quarantined rows per landing table now (none before the first run)."""
+    from resources import Warehouse
+    from zcl_assets.reports.landing import landed_rows
+
+    if not Path(warehouse).exists():
+        return {}
+    with Warehouse(path=str(warehouse)).connect(read_only=True) as con:
+        return landed_rows(con)
+
+
+@main.command("check-spark")
+@click.option("--as-of", default=None, help="The look whose aggregates are run (YYYY-MM-DD) [default: the latest look].")
+@click.option("--master", default="local[2]", show_default=True, help="Spark master URL (local mode by default).")
+@click.option("--workdir", type=click.Path(file_okay=False), default=None,
+              help="Folder for the inputs as Parquet (a cluster's workers must read it) [default: a temporary folder].")
+@click.pass_obj
+def check_spark_command(obj, as_of: str | None, master: str, workdir: str | None) -> None:
+    """Run the look's SQL aggregates on Apache Spark and on DuckDB over the warehouse and compare them row by
+    row: the check to make before the same SQL runs on a cluster (needs pyspark and Java 17+). Exits 1 if
+    any aggregate differs."""
+    from resources import Warehouse
+
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise click.ClickException(f"pyspark is not installed ({exc}); `pip install pyspark` and a Java runtime") from exc
+    from zcl_assets.portability.spark import RELATIVE_TOLERANCE, compare_on_spark
+
+    with Warehouse(path=str(obj["warehouse"])).connect(read_only=True) as con:
+        if as_of is None:
+            found = con.execute("SELECT CAST(max(as_of) AS VARCHAR) FROM experiment_analysis").fetchone()[0] \
+                if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'experiment_analysis'").fetchone()[0] else None
+            if found is None:
+                raise click.ClickException("no look has been taken yet: run `zcl run` first")
+            as_of = found
+        as_of = _look_day(as_of)
+        session = (SparkSession.builder.master(master).appName("zcl-check-spark").config("spark.ui.enabled", "false")
+                   .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+        session.sparkContext.setLogLevel("ERROR")
+        try:
+            results = compare_on_spark(con, as_of, session, workdir=workdir)
+        finally:
+            session.stop()
+    click.echo(f"the look's aggregates as of {as_of} on DuckDB and on Spark ({master}); doubles equal within "
+               f"a relative {RELATIVE_TOLERANCE:g}")
+    click.echo(f"{'aggregate':<28} {'DuckDB rows':>11} {'Spark rows':>10} {'differing':>9} {'max rel. diff.':>14}  verdict")
+    for r in results:
+        click.echo(f"{r.name:<28} {r.duckdb_rows:>11,} {r.spark_rows:>10,} {r.differing_rows:>9,} "
+                   f"{r.max_relative_difference:>14.3g}  {'same' if r.same else 'DIFFERENT'}")
+    if not all(r.same for r in results):
+        sys.exit(1)
 
 
 @main.command("report")
@@ -271,9 +330,12 @@ def _print_report(warehouse: Path, as_of: str | None, as_json: bool, after_run: 
             return
         raise click.ClickException(str(exc)) from exc
     if html_file:
+        from zcl_assets.defs.reports.assets import plot_cache
         from zcl_assets.reports.html import plot_all, render_html
 
-        Path(html_file).write_text(render_html(views, plot_all(views)), encoding="utf-8")
+        # the night drew these plots already: reused unless the view changed since
+        Path(html_file).write_text(render_html(views, plot_all(views, plot_cache(Warehouse(path=str(warehouse))))),
+                                   encoding="utf-8")
         click.echo(f"wrote {html_file}: {len(views)} experiments with their plots", err=as_json)
     if as_json:
         keep = {v.experiment_id for v in views}

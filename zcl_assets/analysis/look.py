@@ -15,6 +15,7 @@ first run writes the whole history in one pass. Rule 1 (sticky) runs along the p
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 import duckdb
 import polars as pl
@@ -130,17 +131,22 @@ def nights(
     ).sort("experiment_id", "as_of")
 
 
-def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = False, reuse: bool = True) -> LookInputs:
-    """The frames of one pass of looks as of ``as_of`` (see the module docstring).
+@dataclass(frozen=True)
+class _Prepared:
+    params: dict
+    frames: dict[str, pl.DataFrame]
+    registrations: pl.DataFrame
+    events: pl.DataFrame
+    arms: pl.DataFrame
+    segments: pl.DataFrame
+    shares: pl.DataFrame
+    snapshots: pl.DataFrame
+    comparisons: pl.DataFrame
+    experiments: pl.DataFrame
 
-    Args:
-        con: an open warehouse connection.
-        as_of: the night asked for (``YYYY-MM-DD``).
-        only_night: compute the night ``as_of`` alone (the path is still evaluated for rule
-            1); by default every night of every experiment is computed (and rewritten).
-        reuse: reuse the stored aggregates when nothing changed (see :func:`_aggregates`);
-            False aggregates again.
-    """
+
+def _prepare(con: duckdb.DuckDBPyConnection, as_of: str) -> _Prepared:
+    """The registrations, calendar and comparisons of a pass, and what its SQL aggregates are given."""
     params = {"as_of_end": look_end(as_of)}
     registrations = con.execute(load_sql("select_registrations")).pl()
     plans = con.execute("SELECT * FROM experiment_plans").pl()
@@ -160,9 +166,35 @@ def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = F
         "source_table", "stage", "partition_day",
         *[pl.col("record").str.json_path_match(f"$.{k}").alias(k) for k in ("experiment_id", "session_id", "metric")],
     )  # a malformed record (not JSON) has no keys: it belongs to no experiment
-    unit_stats, assigned, violations, drift, both, first = _aggregates(
-        con, params, {"analysed_metrics": analysed, "segment_bounds": seg_bounds, "epoch_bounds": epoch_bounds,
-                      "quarantined_keys": keys}, reuse)
+    frames = {"analysed_metrics": analysed, "segment_bounds": seg_bounds, "epoch_bounds": epoch_bounds, "quarantined_keys": keys}
+    return _Prepared(params, frames, registrations, events, arms, segments, shares, snapshots, comps, experiments)
+
+
+def aggregate_inputs(con: duckdb.DuckDBPyConnection, as_of: str) -> tuple[dict, dict[str, pl.DataFrame]]:
+    """What the SQL of ``AGGREGATES`` is given for the look ``as_of``: its parameters
+    (``{"as_of_end": datetime}``) and the frames it reads besides the warehouse's tables
+    (``analysed_metrics``, ``segment_bounds``, ``epoch_bounds``, ``quarantined_keys``), so that
+    another engine can run the same SQL (``zcl_assets/portability/spark.py``)."""
+    prepared = _prepare(con, as_of)
+    return prepared.params, prepared.frames
+
+
+def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = False, reuse: bool = True) -> LookInputs:
+    """The frames of one pass of looks as of ``as_of`` (see the module docstring).
+
+    Args:
+        con: an open warehouse connection.
+        as_of: the night asked for (``YYYY-MM-DD``).
+        only_night: compute the night ``as_of`` alone (the path is still evaluated for rule
+            1); by default every night of every experiment is computed (and rewritten).
+        reuse: reuse the stored aggregates when nothing changed (see :func:`_aggregates`);
+            False aggregates again.
+    """
+    prepared = _prepare(con, as_of)
+    registrations, events, arms = prepared.registrations, prepared.events, prepared.arms
+    segments, shares, snapshots, comps, experiments = (prepared.segments, prepared.shares, prepared.snapshots,
+                                                       prepared.comparisons, prepared.experiments)
+    unit_stats, assigned, violations, drift, both, first = _aggregates(con, prepared.params, prepared.frames, reuse)
     binary = pl.col("metric").replace_strict({m: spec.binary for m, spec in CATALOGUE.items()}, default=False,
                                              return_dtype=pl.Boolean)
     snap_stats = snapshots.with_columns(binary.alias("binary")).select(

@@ -18,7 +18,7 @@ from zcl_assets.defs.analysis.assets import experiment_analysis, materialized_lo
 from zcl_assets.defs.reports.metadata import experiment_metadata, overview_table
 from zcl_assets.reports.experiments import ATTENTION_ORDER, load_views
 from zcl_assets.reports.html import render_html
-from zcl_assets.reports.plots import forest_plot, look_history
+from zcl_assets.reports.plots import plots as view_plots
 
 experiment_partitions = dg.DynamicPartitionsDefinition(name="experiment")
 
@@ -28,6 +28,11 @@ EXPERIMENT_REPORT = dg.AssetKey("experiment_report")
 def report_path(warehouse: Warehouse, as_of: str) -> Path:
     """Where the night's HTML report is written: ``reports/look-<as_of>.html`` beside the warehouse."""
     return Path(warehouse.path).resolve().parent / "reports" / f"look-{as_of}.html"
+
+
+def plot_cache(warehouse: Warehouse) -> Path:
+    """Where drawn plots are kept for reuse (``reports/plots/`` beside the warehouse; one pair per experiment)."""
+    return Path(warehouse.path).resolve().parent / "reports" / "plots"
 
 
 @dg.asset(
@@ -52,8 +57,8 @@ def analysis_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     if new:
         context.instance.add_dynamic_partitions(experiment_partitions.name, new)
     plots = {}
-    for view in views:
-        plots[view.experiment_id] = (forest_plot(view), look_history(view))
+    for view in views:  # a view unchanged since it was last drawn (a night run again) reuses its plots
+        plots[view.experiment_id] = view_plots(view, plot_cache(warehouse))
         context.log_event(
             dg.AssetMaterialization(
                 asset_key=EXPERIMENT_REPORT,
@@ -92,4 +97,4 @@ def experiment_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -
     Materializing a partition here redraws that experiment's page from the latest look."""
     with warehouse.connect(read_only=True) as con:
         (view,) = load_views(con, materialized_look(context.instance), experiment_ids=[context.partition_key])
-    return dg.MaterializeResult(metadata=experiment_metadata(view, forest_plot(view), look_history(view)))
+    return dg.MaterializeResult(metadata=experiment_metadata(view, *view_plots(view, plot_cache(warehouse))))

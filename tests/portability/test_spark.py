@@ -1,0 +1,141 @@
+"""The look's SQL aggregates give the same rows on Spark (local mode) as on DuckDB."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+
+import dagster as dg
+import duckdb
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.end_to_end.synthetic_world import AS_OF, build_world
+from zcl_assets.analysis.look import AGGREGATES
+from zcl_assets.portability import spark as portability
+from zcl_assets.portability.spark import _compare, compare_on_spark, spark_sql
+from zcl_assets.runner import run_night
+
+
+def _require_spark() -> None:
+    """Spark needs pyspark and a Java runtime; CI (ZCL_REQUIRE_SPARK, set by .ci/run) has both, so
+    there a missing one fails."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError as exc:
+        missing = f"pyspark is not installed ({exc})"
+    else:
+        missing = None if shutil.which("java") else "no Java runtime (java) on PATH for Spark"
+    if missing is None:
+        return
+    if os.environ.get("CI") or os.environ.get("ZCL_REQUIRE_SPARK"):
+        pytest.fail(missing)
+    pytest.skip(missing)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    _require_spark()
+    session = portability.local_session(cores=2)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    root = tmp_path_factory.mktemp("synthetic_spark")
+    landing, warehouse = root / "landing", root / "warehouse.duckdb"
+    build_world().write(landing)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ZCL_LANDING_DIR", str(landing))
+        mp.setenv("ZCL_WAREHOUSE", str(warehouse))
+        with dg.DagsterInstance.ephemeral() as instance:
+            results = run_night(instance, AS_OF)
+        assert results and all(r.success for r in results)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    yield con
+    con.close()
+
+
+def test_every_aggregate_of_the_look_is_the_same_on_spark(synthetic, spark, tmp_path):
+    # The synthetic world has three arms, a user-randomized experiment, revised outcomes, NaN
+    # and nulls: every path of aggregate_unit_statistics is taken.
+    results = compare_on_spark(synthetic, AS_OF, spark, workdir=tmp_path)
+    assert [r.name for r in results] == list(AGGREGATES)
+    by_name = {r.name: r for r in results}
+    assert by_name["aggregate_unit_statistics"].duckdb_rows > 100
+    assert by_name["count_assigned_units"].duckdb_rows > 10
+    assert [(r.name, r.differing_rows) for r in results if not r.same] == []
+
+
+def test_a_difference_between_the_engines_is_reported(synthetic, spark, tmp_path, monkeypatch):
+    # Spark is given a look end ten days earlier, midway through the world's days: fewer units
+    # enter, and the comparison must say so.
+    def earlier(text, params=None):
+        return spark_sql(text, {**params, "as_of_end": params["as_of_end"] - dt.timedelta(days=10)})
+
+    monkeypatch.setattr(portability, "spark_sql", earlier)
+    results = {r.name: r for r in compare_on_spark(synthetic, AS_OF, spark, workdir=tmp_path)}
+    assert not results["aggregate_unit_statistics"].same
+    assert not results["count_assigned_units"].same
+
+
+def test_spark_sql_writes_the_parameters_in_and_in_utc():
+    moment = dt.datetime(2026, 3, 2, 1, 30, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    assert spark_sql("SELECT 1 FROM t WHERE at < $end", {"end": moment}) == \
+        "SELECT 1 FROM t WHERE at < CAST('2026-03-01 23:30:00.000000' AS TIMESTAMP)"
+    with pytest.raises(KeyError):
+        spark_sql("SELECT $missing")
+
+
+rows = st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(-5, 5),
+                          st.one_of(st.none(), st.floats(-1e6, 1e6, allow_nan=False), st.just(float("nan")))),
+                min_size=1, max_size=20)
+
+
+def _frame(data):
+    """Rows keyed by (arm, n), n their position: the key alone orders them, whatever the means."""
+    return pl.DataFrame([(arm, i, mean) for i, (arm, _, mean) in enumerate(data)],
+                        schema={"arm": pl.String, "n": pl.Int64, "mean": pl.Float64}, orient="row")
+
+
+@settings(max_examples=60)
+@given(data=rows, seed=st.integers(0, 2**16))
+def test_the_same_rows_in_another_order_are_the_same(data, seed):
+    frame = _frame(data)
+    result = _compare("x", frame, frame.sample(fraction=1.0, shuffle=True, seed=seed))
+    assert result.same and result.max_relative_difference == 0.0
+
+
+@settings(max_examples=60)
+@given(data=rows, at=st.integers(0, 19))
+def test_one_value_off_is_one_differing_row(data, at):
+    frame = _frame(data)
+    i = at % frame.height
+    old = frame["mean"][i]
+    new = 1.0 if old is None or old != old else (old * (1 + 1e-9) if old != 0 else 1e-300)
+    changed = frame.with_columns(pl.when(pl.int_range(pl.len()) == i).then(new).otherwise(pl.col("mean")).alias("mean"))
+    result = _compare("x", frame, changed)
+    assert not result.same and result.differing_rows == 1
+
+
+def test_columns_in_another_order_are_not_the_same():
+    frame = _frame([("a", 1, 0.5)])
+    assert not _compare("x", frame, frame.select("n", "arm", "mean")).same
+
+
+def test_zcl_check_spark_prints_the_comparison_and_exits_0_when_every_aggregate_agrees(synthetic, spark):
+    # Last in this file: the command stops the Spark session it used, which is the module's.
+    from click.testing import CliRunner
+
+    from zcl_assets.cli import main
+
+    warehouse = synthetic.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
+    result = CliRunner().invoke(main, ["--warehouse", warehouse, "check-spark", "--as-of", AS_OF], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    lines = [line.split() for line in result.output.splitlines() if line.split() and line.split()[0] in AGGREGATES]
+    assert [line[0] for line in lines] == list(AGGREGATES)
+    assert all(line[-1] == "same" and line[1] == line[2] for line in lines)

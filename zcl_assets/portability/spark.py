@@ -1,0 +1,225 @@
+"""The look's SQL aggregates on Apache Spark, checked against DuckDB's on the same warehouse.
+
+The heavy work of a look is the SQL of ``zcl_assets.analysis.look.AGGREGATES`` (files under
+``sql/``): sufficient statistics per experiment, arm, stratum and day, assigned units, contract
+violations, control drift, users in both arms, first assignments. A user who outgrows one
+machine runs the same files on Spark. :func:`spark_sql` translates a file with SQLGlot
+(DuckDB dialect to Spark) and makes the two changes Spark needs:
+
+- a CTE's ``MATERIALIZED`` / ``NOT MATERIALIZED`` hint is dropped (Spark plans CTEs itself);
+- ``HUGEINT`` (DuckDB's 128-bit integer, used for exact sums) becomes ``DECIMAL(38, 0)``,
+  Spark's widest exact integer;
+
+and writes the look's parameters (``$as_of_end``) in as literals.
+
+:func:`compare_on_spark` exports the warehouse tables and registered frames the files read
+to Parquet, runs every file on DuckDB and on a Spark session (local mode unless a cluster is
+given) and compares the results row by row. ``zcl check-spark`` prints that comparison.
+What only DuckDB does (reading landed files, the contracts' validation SQL) stays in
+``zcl_assets/ingest/readers.py`` and ``contracts/validate.py``.
+
+Requires ``pyspark`` (in ``requirements.lock``) and a Java runtime (17 or later) for Spark.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import sqlglot
+from sqlglot import exp
+
+from sql import load_sql
+from zcl_assets.analysis.look import AGGREGATES, aggregate_inputs
+
+RELATIVE_TOLERANCE = 1e-12
+"""Largest relative difference of two doubles counted as equal: the engines sum doubles in
+different orders (exact sums are integers and must match exactly)."""
+
+
+def spark_sql(text: str, params: dict[str, object] | None = None) -> str:
+    """Spark SQL of one DuckDB SQL file (one statement), parameters written in as literals.
+
+    Args:
+        text: the file's text (DuckDB dialect, ``$name`` parameters).
+        params: ``{name: value}``; a ``datetime`` becomes a ``TIMESTAMP`` literal in UTC, a
+            string a quoted literal, a number itself.
+
+    Raises:
+        KeyError: the text uses a parameter ``params`` does not give.
+        sqlglot.errors.ParseError: the text is not DuckDB SQL.
+
+    >>> print(spark_sql("WITH t AS NOT MATERIALIZED (SELECT CAST(1 AS HUGEINT) AS x) SELECT x FROM t WHERE $d > 0",
+    ...                 {"d": 2}))
+    WITH t AS (SELECT CAST(1 AS DECIMAL(38, 0)) AS x) SELECT x FROM t WHERE 2 > 0
+    """
+    params = params or {}
+    tree = sqlglot.parse_one(text, read="duckdb")
+    for cte in tree.find_all(exp.CTE):
+        cte.set("materialized", None)
+    for node in list(tree.find_all(exp.DataType)):
+        if node.this in (exp.DataType.Type.INT128, exp.DataType.Type.UINT128):
+            node.replace(exp.DataType.build("DECIMAL(38, 0)"))
+    for node in list(tree.find_all(exp.Placeholder)):
+        node.replace(_literal(params[node.name]))
+    return tree.sql(dialect="spark")
+
+
+def _literal(value: object) -> exp.Expression:
+    if isinstance(value, dt.datetime):
+        utc = value.astimezone(dt.timezone.utc) if value.tzinfo else value
+        return exp.cast(exp.Literal.string(utc.strftime("%Y-%m-%d %H:%M:%S.%f")), "TIMESTAMP")
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    return exp.Literal.number(value)
+
+
+def tables_read(text: str) -> set[str]:
+    """Names of the tables a SQL text reads (its CTEs left out)."""
+    tree = sqlglot.parse_one(text, read="duckdb")
+    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
+    return {t.name for t in tree.find_all(exp.Table)} - ctes
+
+
+@dataclass(frozen=True)
+class AggregateComparison:
+    """One aggregate on both engines."""
+
+    name: str
+    duckdb_rows: int
+    spark_rows: int
+    columns_equal: bool
+    differing_rows: int
+    """rows of the sorted results that differ in any column (beyond RELATIVE_TOLERANCE for doubles)"""
+    max_relative_difference: float
+    """largest relative difference of a double column between the engines (0.0 when equal)"""
+
+    @property
+    def same(self) -> bool:
+        return self.columns_equal and self.duckdb_rows == self.spark_rows and self.differing_rows == 0
+
+
+def compare_on_spark(con: duckdb.DuckDBPyConnection, as_of: str, spark=None,
+                     workdir: str | os.PathLike[str] | None = None) -> list[AggregateComparison]:
+    """Run every file of ``AGGREGATES`` for the look ``as_of`` on DuckDB (``con``) and on Spark,
+    and compare the results, one :class:`AggregateComparison` per file, in ``AGGREGATES`` order.
+
+    Args:
+        con: a connection to the warehouse (read-only is enough).
+        as_of: the look's UTC day (``YYYY-MM-DD``).
+        spark: a ``pyspark.sql.SparkSession``; default: :func:`local_session`.
+        workdir: where the inputs are written as Parquet for Spark (default: a temporary folder,
+            removed afterwards). A cluster needs a folder its workers can read.
+
+    Raises:
+        ImportError: pyspark is not installed.
+    """
+    params, frames = aggregate_inputs(con, as_of)
+    texts = {name: load_sql(name) for name in AGGREGATES}
+    tables = sorted(set().union(*(tables_read(t) for t in texts.values())) - set(frames))
+    own_session = spark is None
+    spark = spark or local_session()
+    try:
+        with tempfile.TemporaryDirectory() if workdir is None else _existing(workdir) as folder:
+            for name in tables:
+                path = Path(folder) / f"{name}.parquet"
+                con.execute(f'COPY (SELECT * FROM "{name}") TO \'{path}\' (FORMAT parquet)')
+                spark.read.parquet(str(path)).createOrReplaceTempView(name)
+            for name, frame in frames.items():
+                path = Path(folder) / f"{name}.parquet"
+                frame.write_parquet(path)
+                spark.read.parquet(str(path)).createOrReplaceTempView(name)
+            for name, frame in frames.items():
+                con.register(name, frame)
+            try:
+                results = []
+                for name, text in texts.items():
+                    want = con.execute(text, params).pl()
+                    rows = spark.sql(spark_sql(text, params)).collect()
+                    got = pl.DataFrame([r.asDict() for r in rows], schema=want.columns, orient="row", infer_schema_length=None) \
+                        if rows else pl.DataFrame(schema=want.columns)
+                    results.append(_compare(name, want, got))
+            finally:
+                for name in frames:
+                    con.unregister(name)
+    finally:
+        if own_session:
+            spark.stop()
+    return results
+
+
+class _existing:
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder)
+
+    def __enter__(self) -> str:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return str(self.folder)
+
+    def __exit__(self, *_exc: object) -> None:
+        return None
+
+
+def local_session(cores: int = 2):
+    """A Spark session in local mode on ``cores`` cores, in UTC, without its web UI."""
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master(f"local[{cores}]").appName("zcl-check-spark")
+               .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.shuffle.partitions", str(2 * cores)).getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _normal(frame: pl.DataFrame) -> pl.DataFrame:
+    """Both engines' results in common types: numbers as doubles, times as naive UTC, dates as
+    dates, the rest as text."""
+    out = []
+    for name, dtype in frame.schema.items():
+        col = pl.col(name)
+        if dtype.is_numeric() or dtype == pl.Boolean or isinstance(dtype, pl.Decimal):
+            out.append(col.cast(pl.Float64))
+        elif isinstance(dtype, pl.Datetime):
+            out.append((col.dt.convert_time_zone("UTC").dt.replace_time_zone(None) if dtype.time_zone else col)
+                       .dt.cast_time_unit("us"))
+        elif dtype == pl.Date:
+            out.append(col)
+        elif dtype == pl.Object or dtype == pl.Null:
+            out.append(col.cast(pl.String))
+        else:
+            out.append(col.cast(pl.String))
+    return frame.select(out)
+
+
+def _compare(name: str, want: pl.DataFrame, got: pl.DataFrame) -> AggregateComparison:
+    if got.columns != want.columns:
+        return AggregateComparison(name, want.height, got.height, False, max(want.height, got.height), math.inf)
+    want, got = _normal(want), _normal(got).cast(dict(_normal(want).schema), strict=False)
+    keys = [c for c, t in want.schema.items() if t != pl.Float64] + [c for c, t in want.schema.items() if t == pl.Float64]
+    want, got = want.sort(keys, nulls_last=True), got.sort(keys, nulls_last=True)
+    if want.height != got.height:
+        return AggregateComparison(name, want.height, got.height, True, abs(want.height - got.height), math.inf)
+    differs = pl.repeat(False, want.height, eager=True)
+    worst = 0.0
+    for column, dtype in want.schema.items():
+        a, b = want.get_column(column), got.get_column(column)
+        if dtype == pl.Float64:
+            relative = pl.DataFrame({"a": a, "b": b}).select(
+                ((pl.col("a") - pl.col("b")).abs() / pl.max_horizontal(pl.col("a").abs(), pl.col("b").abs()))
+                .fill_nan(0.0).fill_null(0.0)).to_series()
+            off = ((relative > RELATIVE_TOLERANCE) | (a.is_null() != b.is_null())
+                   | (a.is_nan().fill_null(False) != b.is_nan().fill_null(False)))
+            worst = max(worst, float(relative.max() or 0.0))
+        else:
+            off = ~a.eq_missing(b)
+        differs = differs | off.fill_null(True)
+    return AggregateComparison(name, want.height, got.height, True, int(differs.sum()), worst)
+
+
+__all__ = ["RELATIVE_TOLERANCE", "AggregateComparison", "compare_on_spark", "local_session", "spark_sql", "tables_read"]
