@@ -179,6 +179,21 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         '__is_object, "',
         "SQL keywords are case-insensitive: select is SELECT",
     ),
+    "contracts.validate.x__native_field__mutmut_61": (
+        '-    exact = (f.type, base) in {("BIGINT", "BIGINT"), ("DOUBLE", "DOUBLE"), ("BOOLEAN", "BOOLEAN"), ("JSON", '
+        '"JSON")} or (\n'
+        '+    exact = (f.type, base) in {("BIGINT", "BIGINT"), ("DOUBLE", "DOUBLE"), ("XXBOOLEANXX", "BOOLEAN"), ("JSON", '
+        '"JSON")} or (',
+        "a BOOLEAN column read into a BOOLEAN field is then not taken as exact, but its typed value is the column "
+        "itself, null only when the value is absent, so the bad_type check added never fires",
+    ),
+    "contracts.validate.x_candidate_select__mutmut_22": (
+        '-        conditions.append(("unreadable_file", "src.__error IS NOT NULL AND NOT src.__encoding_error", '
+        '"src.__error"))\n'
+        '+        conditions.append(("unreadable_file", "src.__error is not null and not src.__encoding_error", '
+        '"src.__error"))',
+        "SQL keywords are case-insensitive",
+    ),
 }
 
 

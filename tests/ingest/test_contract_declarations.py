@@ -67,3 +67,12 @@ def test_an_event_time_or_key_that_is_not_a_field_is_refused(event_time, key, mi
 def test_an_event_time_that_is_not_a_timestamp_is_refused():
     with pytest.raises(ValueError, match="table t: event time id must be TIMESTAMPTZ"):
         TableContract("t", "id", (ID, AT), ("id",))
+
+
+def test_asking_a_contract_for_a_field_it_does_not_have_names_both():
+    from contracts.tables import CONTRACTS
+
+    outcomes = CONTRACTS["outcomes"]
+    assert outcomes.field("tokens").name == "tokens"
+    with pytest.raises(KeyError, match="^'table outcomes has no field cost'$"):
+        outcomes.field("cost")

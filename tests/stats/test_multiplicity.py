@@ -83,3 +83,9 @@ def test_holm_steps_levels_by_hand():
     np.testing.assert_allclose(res.level, [0.03, 0.01, 0.015, 0.015, 0.015])
     np.testing.assert_array_equal(res.reject, [False, True, True, False, False])
     np.testing.assert_allclose(res.adjusted, [0.2, 0.003, 0.024, 0.04, 0.04])
+
+
+def test_holm_steps_of_no_comparisons_are_empty_arrays_of_their_types():
+    r = holm_steps(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0))
+    assert [np.asarray(f).shape for f in r] == [(0,)] * 4
+    assert np.asarray(r.family_size).dtype == np.int64 and np.asarray(r[2]).dtype == bool
