@@ -52,3 +52,8 @@ def test_a_value_with_a_colon_stays_in_its_reason():
     # the staged reason is "rule: text"; only the first ": " separates them
     assert check_records("outcomes", [dict(OUTCOME, evaluator_kind="robot: v2")]) == [
         [("not_allowed", "evaluator_kind=robot: v2 is not one of evaluator, human, self_report, heuristic")]]
+
+
+def test_a_value_that_is_not_finite_is_named_with_its_value():
+    assert check_records("outcomes", [dict(OUTCOME, score=float("nan")), dict(OUTCOME, tokens=float("inf"))]) == [
+        [("not_finite", "score=nan is not finite")], [("not_finite", "tokens=inf is not finite")]]

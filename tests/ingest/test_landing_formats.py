@@ -64,3 +64,49 @@ def test_a_line_that_is_not_utf8_is_quarantined_as_invalid_encoding_and_its_neig
         assert con.execute("SELECT source_row, rule, reason FROM quarantine").fetchall() == [
             (2, "invalid_encoding", "invalid_encoding: line is not valid UTF-8")]
         assert con.execute("SELECT experiment_id FROM staged_experiments ORDER BY 1").fetchall() == [("e1",), ("e3",)]
+
+
+def test_parquet_decimal_and_small_integer_columns_stage_as_their_fields(tmp_path):
+    # a writer that stores the MDE and the baseline as DECIMAL(10, 3) and the minimum sample
+    # as a 16-bit integer: the values are the same numbers, staged without a problem
+    landing = tmp_path / "landing"
+    day = landing / "experiments" / "2026-10-01"
+    day.mkdir(parents=True)
+    as_text = {**REGISTRATION, "arms": json.dumps(ARMS), "metric_caps": json.dumps(REGISTRATION["metric_caps"])}
+    from decimal import Decimal
+
+    frame = pl.DataFrame([as_text]).with_columns(
+        pl.Series("mde", [Decimal("2.000")], dtype=pl.Decimal(10, 3)),
+        pl.Series("baseline_mean", [Decimal("30.125")], dtype=pl.Decimal(10, 3)),
+        pl.col("min_samples_per_arm").cast(pl.Int16))
+    frame.write_parquet(day / "a.parquet")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "experiments")
+        stage_table(con, "experiments")
+        assert con.execute("SELECT rule, reason FROM quarantine").fetchall() == []
+        assert con.execute("SELECT mde, baseline_mean, min_samples_per_arm FROM staged_experiments").fetchall() == [
+            (2.0, 30.125, 50)]
+
+
+def test_parquet_json_columns_stage_as_the_same_json(tmp_path):
+    # Parquet's JSON logical type (DuckDB reads the column as JSON) for the nested fields
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    landing = tmp_path / "landing"
+    day = landing / "experiments" / "2026-10-01"
+    day.mkdir(parents=True)
+    as_text = {**REGISTRATION, "arms": json.dumps(ARMS), "metric_caps": json.dumps(REGISTRATION["metric_caps"])}
+    table = pl.DataFrame([as_text]).to_arrow()
+    for name in ("arms", "metric_caps"):
+        table = table.set_column(table.schema.get_field_index(name), name,
+                                 pa.array(table.column(name).to_pylist(), type=pa.json_(pa.utf8())))
+    pq.write_table(table, day / "a.parquet")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "experiments")
+        stage_table(con, "experiments")
+        assert con.execute("SELECT rule, reason FROM quarantine").fetchall() == []
+        arms, caps = con.execute("SELECT arms, metric_caps FROM staged_experiments").fetchone()
+        assert (json.loads(arms), json.loads(caps)) == (ARMS, {"time_minutes": 120})
