@@ -199,6 +199,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "the fallback day goes only to a record whose event time is not a readable text; its typed event time is "
         "then null, and the one rule that reads the partition day (wrong_partition) needs it",
     ),
+    "zcl_assets.stats.power.x_planned_sample__mutmut_287": (
+        "-        design_effect=np.broadcast_to(de, shape).astype(float),\n"
+        "+        design_effect=np.broadcast_to(de, shape).astype(None),",
+        "NumPy's astype(None) is astype(float64), the same as astype(float)",
+    ),
 }
 
 
