@@ -204,6 +204,31 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+        design_effect=np.broadcast_to(de, shape).astype(None),",
         "NumPy's astype(None) is astype(float64), the same as astype(float)",
     ),
+    "zcl_assets.stats.clustering.x_delta_method_difference__mutmut_90": (
+        "-        pvalue=out(np.where(ok, 2 * stats.norm.sf(np.abs(stat)), nan)),\n"
+        "+        pvalue=out(np.where(ok, 2 * stats.norm.sf(np.abs(stat)), None)),",
+        "out() casts to float64, which reads None as NaN",
+    ),
+    "zcl_assets.analysis.knowledge.x_promote__mutmut_196": (
+        '-    walk = walk.with_columns(pl.col("claim").shift(1).over(key).alias("before"))\n'
+        '+    walk = walk.with_columns(pl.col("claim").shift(1).over(key).alias("BEFORE"))',
+        "the second step then reads the first step's before column, computed before its filter; the second "
+        "step only asks whether a row has one (is_null), and the first step never removes the first row of a "
+        "comparison (its before is null), so every row's answer is the same",
+    ),
+    "zcl_assets.analysis.look.x_read_inputs__mutmut_193": (
+        '-        "experiment_id", "metric", "arm", pl.lit(0, dtype=pl.Int64).alias("segment"), "day",\n'
+        '+        "experiment_id", "metric", "arm", pl.lit(0, dtype=None).alias("segment"), "day",',
+        "the snapshots' segment is then an Int32 literal; the frame is concatenated onto the unit statistics "
+        "with how='vertical_relaxed', which gives the column their common integer type (numbered as in the "
+        "read_inputs before main's _prepare refactor)",
+    ),
+    "contracts.validate.x__native_field__mutmut_8": (
+        "-    if column_type is None or column_type == '\"NULL\"' or column_type == \"NULL\":\n"
+        "+    if column_type is None or column_type == '\"NULL\"' or column_type == \"XXNULLXX\":",
+        "a column of type NULL holds only nulls: read as a column of another type its present test is false "
+        "on every row, so no value is refused and every value is null, as with the shortcut",
+    ),
 }
 
 

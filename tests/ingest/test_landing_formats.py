@@ -110,3 +110,21 @@ def test_parquet_json_columns_stage_as_the_same_json(tmp_path):
         assert con.execute("SELECT rule, reason FROM quarantine").fetchall() == []
         arms, caps = con.execute("SELECT arms, metric_caps FROM staged_experiments").fetchone()
         assert (json.loads(arms), json.loads(caps)) == (ARMS, {"time_minutes": 120})
+
+
+def test_a_parquet_list_of_texts_stages_as_a_json_array(tmp_path):
+    # context_doc_ids written as a Parquet list of strings (DuckDB: VARCHAR[]) is the JSON array
+    from tests.ingest.valid_records import DAY, VALID
+
+    landing = tmp_path / "landing"
+    day = landing / "sessions" / DAY
+    day.mkdir(parents=True)
+    pl.DataFrame([VALID["sessions"]]).write_parquet(day / "s.parquet")
+    assert pl.read_parquet(day / "s.parquet").schema["context_doc_ids"] == pl.List(pl.String)
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "sessions")
+        stage_table(con, "sessions")
+        assert con.execute("SELECT rule, reason FROM quarantine").fetchall() == []
+        (ids,) = con.execute("SELECT context_doc_ids FROM staged_sessions").fetchone()
+        assert json.loads(ids) == ["d1", "d2"]

@@ -107,3 +107,14 @@ def test_mann_whitney_without_data_says_nothing_and_names_a_bad_shape():
     assert np.isnan(nan_in.statistic) and np.isnan(nan_in.pvalue)
     with pytest.raises(ValueError, match="samples must be 1-D"):
         mann_whitney([[1.0, 2.0]], [1.0, 2.0])
+
+
+def test_welch_with_two_units_in_an_arm_is_defined_and_with_one_is_not():
+    # two units are the fewest a sample variance needs (scipy agrees); one is too few
+    ref = stats.ttest_ind_from_stats(5.0, 1.5, 6, 3.0, 2.0, 2, equal_var=False)
+    r = welch(6, 5.0, 1.5**2, 2, 3.0, 2.0**2)
+    assert float(r.pvalue) == pytest.approx(ref.pvalue, rel=1e-9)
+    r = welch(2, 5.0, 1.5**2, 6, 3.0, 2.0**2)
+    assert float(r.pvalue) == pytest.approx(stats.ttest_ind_from_stats(5.0, 1.5, 2, 3.0, 2.0, 6, equal_var=False).pvalue,
+                                            rel=1e-9)
+    assert np.isnan(float(welch(6, 5.0, 2.25, 1, 3.0, 4.0).pvalue))

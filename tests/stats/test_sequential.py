@@ -156,3 +156,9 @@ def test_a_missing_allocation_ratio_gives_nan_not_an_exception():
     cs = confidence_sequence(100, 0.6, 0.24, 100, 0.5, 0.25, 0.05, 100, allocation_ratio=None)
     assert np.isnan(cs.rho) and np.isnan(cs.ci_low) and np.isnan(cs.ci_high) and np.isnan(cs.pvalue)
     assert float(cs.diff) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("n_t,n_c", [(100, 0), (0, 100)])
+def test_a_cs_with_an_empty_arm_is_undefined(n_t, n_c):
+    cs = confidence_sequence(n_t, 0.5, 0.25, n_c, 0.5, 0.25, 0.05, 1000)
+    assert np.isnan([cs.diff, cs.ci_low, cs.ci_high, cs.pvalue]).all() and cs.rho > 0
