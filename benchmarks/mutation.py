@@ -229,6 +229,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "a column of type NULL holds only nulls: read as a column of another type its present test is false "
         "on every row, so no value is refused and every value is null, as with the shortcut",
     ),
+    "zcl_assets.analysis.metrics.x__ratio_describe__mutmut_51": (
+        "-                       np.asarray(res.ci_high, float).reshape(size), np.asarray(res.pvalue, float).reshape(size),\n"
+        "+                       np.asarray(res.ci_high, float).reshape(size), np.asarray(res.pvalue, float).reshape(None),",
+        "ndarray.reshape(None) keeps the shape, and the p-values already have the arms' shape",
+    ),
 }
 
 
