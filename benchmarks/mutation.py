@@ -234,6 +234,36 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+                       np.asarray(res.ci_high, float).reshape(size), np.asarray(res.pvalue, float).reshape(None),",
         "ndarray.reshape(None) keeps the shape, and the p-values already have the arms' shape",
     ),
+    "zcl_assets.stats.binary.x_miettinen_nurminen__mutmut_51": (
+        "-    x1, n1, x2, n2 = safe(x_t, 0.0), safe(n_t, 1.0), safe(x_c, 0.0), safe(n_c, 1.0)\n"
+        "+    x1, n1, x2, n2 = safe(x_t, 0.0), safe(n_t, 1.0), safe(x_c, 0.0), safe(n_c, 2.0)",
+        "the placeholder n of an undefined table; every result of such a table is set to NaN by the same mask",
+    ),
+    "zcl_assets.analysis.quality.x_rule_one__mutmut_392": (
+        '-    total = grid.tensor((ve,), vd, violations.get_column("total").cast(pl.Float64).to_numpy(), (), carry=False)\n'
+        '+    total = grid.tensor((ve,), vd, violations.get_column("total").cast(pl.Float64).to_numpy(), (), carry=None)',
+        "Grid.tensor reads carry as a truth value, and None is false like False",
+    ),
+    "contracts.validate.x__native_field__mutmut_6": (
+        "-    if column_type is None or column_type == '\"NULL\"' or column_type == \"NULL\":\n"
+        "+    if column_type is None or column_type == '\"null\"' or column_type == \"NULL\":",
+        "a column of type NULL holds only nulls: read as a column of another type its present test is false "
+        "on every row, so no value is refused and every value is null, as with the shortcut",
+    ),
+    "contracts.validate.x__native_field__mutmut_67": (
+        '-    exact = (f.type, base) in {("BIGINT", "BIGINT"), ("DOUBLE", "DOUBLE"), ("BOOLEAN", "BOOLEAN"), ("JSON", '
+        '"JSON")} or (\n'
+        '+    exact = (f.type, base) in {("BIGINT", "BIGINT"), ("DOUBLE", "DOUBLE"), ("BOOLEAN", "BOOLEAN"), ("JSON", '
+        '"XXJSONXX")} or (',
+        "a JSON column read into a JSON field is then not taken as exact, but its typed value is the column "
+        "itself, null only when the value is absent, so the bad_type check added never fires",
+    ),
+    "contracts.validate.x_check_records__mutmut_66": (
+        '-         "__record": lines, "__error": [None] * len(lines), "__encoding_error": [False] * len(lines)},\n'
+        '+         "__record": lines, "__error": [None] * len(lines), "__encoding_error": [True] * len(lines)},',
+        "both rules that read __encoding_error (unreadable_file, invalid_encoding) need __error, which "
+        "check_records never sets",
+    ),
 }
 
 

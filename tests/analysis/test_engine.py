@@ -772,3 +772,26 @@ def test_every_other_column_of_a_plain_binary_comparison_by_hand():
                                                      pytest.approx(1.12 * math.exp(z * se) - 1, rel=1e-9))
     # the SRM chi-square of 1,200 / 800 against 60/40 is 0 (p = 1)
     assert r["srm_chisquare_p"] == pytest.approx(1.0)
+
+
+def test_a_period_without_a_centred_sum_of_squares_leaves_the_pooled_variance_unknown():
+    # Two periods of a continuous metric; the treatment's first-period figures carry no centred
+    # sum of squares and no exported variance: the pooled sample variance is unknown (null), not
+    # the second period's alone. With both known it is that of the concatenated values.
+    rng = np.random.default_rng(5)
+    reg = registration("m2", ["control", "treatment"], [0.5, 0.5], metric="score", baseline_sd=0.2,
+                       min_samples_per_arm=10)
+    events = [{"experiment_id": "m2", "status": "active", "at": T0 + dt.timedelta(days=10),
+               "reason": "allocation changed", "allocation": '{"control": 0.4, "treatment": 0.6}'}]
+    data = {(a, s): rng.normal(0.5, 0.2, 300 + 100 * s) for a in ("control", "treatment") for s in (0, 1)}
+    figures = [_arm_figures("m2", a, NIGHT, v, s) for (a, s), v in data.items()]
+
+    def pooled(figs):
+        return row(look([reg], figs, NIGHT, events=events, output="last"))
+
+    both = pooled(figures)
+    values = np.concatenate([data[("treatment", 0)], data[("treatment", 1)]])
+    assert both["variance_treatment"] == pytest.approx(values.var(ddof=1), rel=1e-9)
+    missing = [dict(f, m2_v=None) if (f["arm"], f["segment"]) == ("treatment", 0) else f for f in figures]
+    r = pooled(missing)
+    assert r["variance_treatment"] is None and r["variance_control"] == pytest.approx(both["variance_control"])

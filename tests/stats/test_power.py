@@ -101,6 +101,9 @@ def test_guardrails_split_type_two_error():
         (dict(mde=0.6), "baseline plus MDE not in (0, 1)"),
         (dict(baseline_mean=0.0), "baseline proportion not in (0, 1)"),
         (dict(alpha=0.0), "alpha not in (0, 1)"),
+        (dict(alpha=1.0), "alpha not in (0, 1)"),
+        (dict(power=1.0), "power not in (0, 1)"),  # power 1 needs an infinite sample
+        (dict(power=0.0), "power not in (0, 1)"),
     ],
 )
 def test_unreachable_plans_are_flagged_not_raised(kwargs, reason):
