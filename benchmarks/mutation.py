@@ -264,6 +264,12 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "both rules that read __encoding_error (unreadable_file, invalid_encoding) need __error, which "
         "check_records never sets",
     ),
+    "zcl_assets.analysis.grid.x\u01c1Grid\u01c1build__mutmut_210": (
+        "-    n_metrics = int(mpos.max()) + 1 if mpos.size else 1\n"  # mutmut shows a method dedented
+        "+    n_metrics = int(mpos.max()) + 1 if mpos.size else 2",
+        "the else branch is taken only for a grid without metrics, where every metric position is -1 and no "
+        "key that n_metrics sizes is ever built",
+    ),
 }
 
 

@@ -128,3 +128,25 @@ def test_a_parquet_list_of_texts_stages_as_a_json_array(tmp_path):
         assert con.execute("SELECT rule, reason FROM quarantine").fetchall() == []
         (ids,) = con.execute("SELECT context_doc_ids FROM staged_sessions").fetchone()
         assert json.loads(ids) == ["d1", "d2"]
+
+
+def test_a_parquet_boolean_column_stages_as_the_boolean_field(tmp_path):
+    from tests.ingest.valid_records import DAY, VALID
+
+    landing = tmp_path / "landing"
+    day = landing / "outcomes" / DAY
+    day.mkdir(parents=True)
+    pl.DataFrame([VALID["outcomes"], {**VALID["outcomes"], "evaluator_id": "ev2", "success": False}]).write_parquet(
+        day / "o.parquet")
+    assert pl.read_parquet(day / "o.parquet").schema["success"] == pl.Boolean
+    for table in ("experiments", "sessions", "assignments"):  # the outcomes' session, known and assigned
+        (landing / table / DAY).mkdir(parents=True)
+        (landing / table / DAY / "a.jsonl").write_text(json.dumps(VALID[table]) + "\n")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        for table in ("experiments", "sessions", "assignments", "outcomes"):
+            load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, table)
+            stage_table(con, table)
+        assert con.execute("SELECT rule FROM quarantine").fetchall() == []
+        assert con.execute("SELECT evaluator_id, success FROM staged_outcomes ORDER BY 1").fetchall() == [
+            ("ev", True), ("ev2", False)]

@@ -16,3 +16,20 @@ def test_out_gives_float64_scalars_for_scalars_and_float64_arrays_for_arrays():
     assert out(np.array([1.0, None], dtype=object)).dtype == np.float64 and np.isnan(out([1.0, None])[1])
     flags = out([True, False], dtype=bool)
     assert flags.dtype == bool and flags.tolist() == [True, False]
+
+
+def test_bad_counts_are_refused_with_the_names_of_the_arguments():
+    import pytest
+
+    from zcl_assets.stats.lift import relative_lift
+    from zcl_assets.stats.monitoring import rate_exceeds
+    from zcl_assets.stats.srm import srm_sequential
+
+    with pytest.raises(ValueError, match="^n must be non-negative$"):
+        rate_exceeds(1, -3)
+    with pytest.raises(ValueError, match="^x must not exceed n$"):
+        rate_exceeds(5, 3)
+    with pytest.raises(ValueError, match="^n_c must be non-negative$"):
+        relative_lift(1.0, 1.0, 10, 1.0, 1.0, -1)
+    with pytest.raises(ValueError, match=r"^counts must have shape \(\.\.\., k\) with k >= 2$"):
+        srm_sequential([5], [1.0])
