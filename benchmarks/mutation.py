@@ -270,6 +270,19 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "the else branch is taken only for a grid without metrics, where every metric position is -1 and no "
         "key that n_metrics sizes is ever built",
     ),
+    "zcl_assets.analysis.schema.x\u01c1TableSchema\u01c1ensure__mutmut_8": (
+        '-        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? ORDER BY '
+        'ordinal_position",\n'
+        '+        "SELECT COLUMN_NAME, DATA_TYPE FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_NAME = ? ORDER BY '
+        'ORDINAL_POSITION",',
+        "DuckDB resolves identifiers case-insensitively; the rows come back in the same order, read by position",
+    ),
+    "zcl_assets.analysis.quality.x_rule_one__mutmut_468": (
+        "-        viol_share = np.where(looked & (total_c > 0), bad_c / total_c, np.nan)\n"
+        "+        viol_share = np.where(looked | (total_c > 0), bad_c / total_c, np.nan)",
+        "the share is read only at nights with a look (the output nights are looks), where looked is true and "
+        "both conditions give the same",
+    ),
 }
 
 

@@ -104,6 +104,7 @@ def test_guardrails_split_type_two_error():
         (dict(alpha=1.0), "alpha not in (0, 1)"),
         (dict(power=1.0), "power not in (0, 1)"),  # power 1 needs an infinite sample
         (dict(power=0.0), "power not in (0, 1)"),
+        (dict(inflation=0.0), "inflation not positive and finite"),
     ],
 )
 def test_unreachable_plans_are_flagged_not_raised(kwargs, reason):

@@ -98,3 +98,13 @@ def test_a_look_with_a_missing_count_ends_its_experiment_there_and_spares_the_ot
     assert np.isnan(both[0, 2:]).all()
     np.testing.assert_allclose(both[1], run(cum[1], 0), rtol=1e-12)
     assert np.isfinite(both[1]).all()
+
+
+def test_the_prior_concentration_tuned_at_a_planned_sample_by_its_formula():
+    # c = n* / (-2 log alpha + log(1 - 2 log alpha)) - 1, at least 1 (the docstring's formula,
+    # Howard et al. 2021 Sec. 3.5 tuning carried to the Dirichlet prior), by hand at alpha 0.01
+    from zcl_assets.stats.srm import tuned_concentration
+
+    two = -2 * np.log(0.01)
+    assert float(tuned_concentration(10000.0, 0.01)) == pytest.approx(10000.0 / (two + np.log(1 + two)) - 1, rel=1e-12)
+    assert float(tuned_concentration(5.0, 0.01)) == 1.0  # a tiny plan: the floor
