@@ -74,12 +74,12 @@ def test_a_run_says_how_many_rows_it_staged_and_quarantined_by_rule(cli_env):
                                                  "started_at": "2026-10-01T11:00:00+00:00"}) + "\n")
     result = CliRunner().invoke(main, ["run", "--as-of", "2026-10-02"])
     assert result.exit_code == 0, result.output
-    assert "  sessions: 2 (+2) staged, 2 (+2) quarantined: bad_type 1 (+1), missing_field 1 (+1)\n" in result.output
+    assert "  sessions: 2 (+2) staged; 2 (+2) quarantined: bad_type 1 (+1), missing_field 1 (+1)\n" in result.output
 
     second = cli_env / "landing" / "sessions" / "2026-10-02"
     second.mkdir(parents=True)
     (second / "s.jsonl").write_text(_session("s4", "u4", day="2026-10-02"))
     result = CliRunner().invoke(main, ["run", "--as-of", "2026-10-03"])
     assert result.exit_code == 0, result.output
-    # the new day staged one row; the quarantine did not change, so its rules are listed as they stand
-    assert "  sessions: 3 (+1) staged, 2 quarantined: bad_type 1, missing_field 1\n" in result.output
+    # the new day staged one row; the quarantine did not change, and every rule is still listed
+    assert "  sessions: 3 (+1) staged; 2 quarantined: bad_type 1, missing_field 1\n" in result.output
