@@ -92,9 +92,12 @@ def import_ab_export_command(obj, file, arms, variants, delivered_column, **opti
         f"under {obj['landing']}"
         + (f", {len(summary.files_removed)} files of an earlier import removed" if summary.files_removed else "")
     )
+    repeated = (", and the rows of every unit seen more than once (the export promises one row per unit)"
+                if settings.sessions_per_unit == "one" else "")
     click.echo(
-        f"`zcl run` will quarantine {summary.mismatched_rows:,} rows whose delivered variant differs from the assignment "
-        f"and {summary.unparseable_rows:,} unparseable rows"
+        f"`zcl run` will quarantine the {summary.unparseable_rows:,} rows it cannot parse, and exclude from the analysis "
+        f"(staged, kept out by the experience rules) the {summary.mismatched_rows:,} rows whose delivered variant differs "
+        f"from the assignment{repeated}"
     )
     if summary.undeclared_labels:
         listed = ", ".join(f"{label!r} ({n:,} rows)" for label, n in summary.undeclared_labels.items())
