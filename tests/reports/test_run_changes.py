@@ -14,7 +14,7 @@ rule_names = st.sampled_from(["bad_type", "missing_field", "not_finite", "duplic
                               "unit_multiple_arms", "delivered_arm_mismatch", "unit_contaminated"])
 counts = st.dictionaries(rule_names, st.integers(0, 10**7), max_size=12)
 tables = st.dictionaries(st.sampled_from(["sessions", "assignments", "outcomes", "bogus_table"]),
-                         st.builds(LandedRows, st.integers(0, 10**8), counts, counts), max_size=4)
+                         st.builds(LandedRows, st.integers(0, 10**8), counts, counts, counts), max_size=4)
 
 
 def _listed(text: str) -> dict[tuple[str, str, str], int]:
@@ -26,6 +26,8 @@ def _listed(text: str) -> dict[tuple[str, str, str], int]:
             table, kind, rest = head.group(1), "quarantined", head.group(2)
         elif line.startswith("    excluded from the analysis, still staged:"):
             kind, rest = "excluded", line.split(":", 2)[2] if line.count(":") >= 2 else ""
+        elif line.startswith("    files not read (their rows are in no count above):"):
+            kind, rest = "unread_files", line.split(":", 2)[2] if line.count(":") >= 2 else ""
         else:
             rest = line
         for rule, n in re.findall(r"(\w+) ([\d,]+)(?: \([+-][\d,]+\))?", rest):
@@ -38,13 +40,13 @@ def _listed(text: str) -> dict[tuple[str, str, str], int]:
 def test_every_rule_with_rows_is_listed_once_whole_within_the_width(before, after):
     text = render_run_changes(before, after)
     if not text:
-        assert not any(any((r.staged, any(r.quarantined.values()), any(r.excluded.values())))
+        assert not any(any((r.staged, any(r.quarantined.values()), any(r.excluded.values()), any(r.unread_files.values())))
                        for r in (*before.values(), *after.values()))
         return
     assert max(len(line) for line in text.splitlines()[:-1]) <= WIDTH
     want = {}
     for t in {*before, *after}:
-        for kind in ("quarantined", "excluded"):
+        for kind in ("quarantined", "excluded", "unread_files"):
             now, was = getattr(after.get(t, LandedRows()), kind), getattr(before.get(t, LandedRows()), kind)
             want |= {(t, kind, rule): now.get(rule, 0) for rule in {*now, *was} if now.get(rule, 0) or was.get(rule, 0)}
     assert _listed(text) == want

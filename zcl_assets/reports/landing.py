@@ -9,9 +9,12 @@ table's ``stage`` column keeps them (``docs/landing.md``):
   with the staged rows it makes up every landed row (raw = staged + quarantined). A whole file
   that could not be read (a wrong folder, an unknown format) is one quarantine row naming the
   file;
-- **excluded** (stage ``experience``): a staged row the nightly experience rules keep out of
-  the analysis (a delivered arm that differs from the assignment, a unit seen in two arms);
-  it stays staged.
+- **excluded** (stages ``experience`` and ``registration``): a staged row kept out of the
+  analysis (a delivered arm that differs from the assignment, a unit seen in two arms, a
+  refused registration); it stays staged;
+- **files not read** (stage ``landing``): a landed file no load reads (an unknown table folder,
+  a day folder that is not a date, an unsupported file type), one row per file; its rows are
+  in no other count.
 
 Every rejected row keeps its rule, reason and raw record in the ``quarantine`` table.
 """
@@ -35,6 +38,7 @@ class LandedRows:
     staged: int = 0
     quarantined: dict[str, int] = field(default_factory=dict)
     excluded: dict[str, int] = field(default_factory=dict)
+    unread_files: dict[str, int] = field(default_factory=dict)
 
 
 def landed_rows(con: duckdb.DuckDBPyConnection) -> dict[str, LandedRows]:
@@ -55,7 +59,12 @@ def landed_rows(con: duckdb.DuckDBPyConnection) -> dict[str, LandedRows]:
         if contract is not None and contract.staged_table in present:
             staged = int(con.execute(f'SELECT count(*) FROM "{contract.staged_table}"').fetchone()[0])
         stages = rejected.get(name, {})
-        out[name] = LandedRows(staged, stages.get("contract", {}), stages.get("experience", {}))
+        excluded: dict[str, int] = {}
+        for stage, rules in stages.items():
+            if stage not in ("contract", "landing"):
+                for rule, n in rules.items():
+                    excluded[rule] = excluded.get(rule, 0) + n
+        out[name] = LandedRows(staged, stages.get("contract", {}), excluded, stages.get("landing", {}))
     return out
 
 
@@ -99,7 +108,8 @@ def render_run_changes(before: dict[str, LandedRows], after: dict[str, LandedRow
     lines = []
     for table in [*after, *(t for t in before if t not in after)]:  # a table gone since still shows its loss
         now, was = after.get(table, LandedRows()), before.get(table, LandedRows())
-        if not any((now.staged, now.quarantined, now.excluded, was.staged, was.quarantined, was.excluded)):
+        if not any((now.staged, now.quarantined, now.excluded, now.unread_files,
+                    was.staged, was.quarantined, was.excluded, was.unread_files)):
             continue
         quarantined = _count(sum(now.quarantined.values()), sum(was.quarantined.values()))
         rules = _rules(now.quarantined, was.quarantined)
@@ -108,6 +118,10 @@ def render_run_changes(before: dict[str, LandedRows], after: dict[str, LandedRow
         if now.excluded or was.excluded:
             excluded = _count(sum(now.excluded.values()), sum(was.excluded.values()))
             lines += _pack(f"    excluded from the analysis, still staged: {excluded}:", _rules(now.excluded, was.excluded))
+        if now.unread_files or was.unread_files:
+            unread = _count(sum(now.unread_files.values()), sum(was.unread_files.values()))
+            lines += _pack(f"    files not read (their rows are in no count above): {unread}:",
+                           _rules(now.unread_files, was.unread_files))
     if not lines:
         return ""
     return "\n".join([
