@@ -103,7 +103,7 @@ def render_run_changes(before: dict[str, LandedRows], after: dict[str, LandedRow
     rows of each landing table after this run (this run's change in parentheses):
       sessions: 13 (+3) staged; 3 (+2) quarantined: bad_type 1, missing_field 2 (+2)
         excluded from the analysis, still staged: 1 (+1): delivered_arm_mismatch 1 (+1)
-    every rejected row, with its rule, reason and record: SELECT * FROM quarantine (stage 'contract' or 'experience')
+    every rejected row, with its stage, rule, reason and record: SELECT * FROM quarantine
     """
     lines = []
     for table in [*after, *(t for t in before if t not in after)]:  # a table gone since still shows its loss
@@ -127,7 +127,7 @@ def render_run_changes(before: dict[str, LandedRows], after: dict[str, LandedRow
     return "\n".join([
         "rows of each landing table after this run (this run's change in parentheses):",
         *lines,
-        "every rejected row, with its rule, reason and record: SELECT * FROM quarantine (stage 'contract' or 'experience')",
+        "every rejected row, with its stage, rule, reason and record: SELECT * FROM quarantine",
     ])
 
 
