@@ -8,6 +8,7 @@ naive timestamps are UTC and offsets are kept (``TIMESTAMPTZ``).
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ import duckdb
 from contracts.schema import staged_ddl
 from contracts.tables import CONTRACTS
 from sql import load_sql
+
+_log = logging.getLogger(__name__)
 
 # DDL applied on every write connection, in order; each statement is idempotent. The staged
 # and held tables of the landing contracts follow (their DDL derives from contracts.tables).
@@ -109,12 +112,18 @@ class Warehouse(dg.ConfigurableResource):
     def _open(self, db_path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.lock_timeout_s
         delay = 0.05
+        said = False
         while True:
             try:
                 return duckdb.connect(str(db_path), read_only=read_only)
             except duckdb.IOException as exc:  # another process holds the file lock
                 if "lock" not in str(exc).lower() or time.monotonic() > deadline:
                     raise
+                if not said and delay >= 1.0:  # a wait a person notices: say why, once
+                    holder = re.search(r"PID \d+", str(exc))
+                    _log.warning("waiting for %s, which another process%s holds open, up to %.0f s",
+                                 db_path, f" ({holder.group(0)})" if holder else "", self.lock_timeout_s)
+                    said = True
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
 

@@ -72,14 +72,19 @@ def test_a_run_says_how_many_rows_it_staged_and_quarantined_by_rule(cli_env):
     (first / "s.jsonl").write_text(_session("s1", "u1") + _session("s2", "u2") + _session("s3", 7)
                                    + json.dumps({"schema_version": 1, "org_id": "o", "user_id": "u", "task_type": "t",
                                                  "started_at": "2026-10-01T11:00:00+00:00"}) + "\n")
+    misplaced = cli_env / "landing" / "sessions" / "yesterday"  # not a date: the file is not read
+    misplaced.mkdir()
+    (misplaced / "s.jsonl").write_text(_session("s9", "u9"))
     result = CliRunner().invoke(main, ["run", "--as-of", "2026-10-02"])
     assert result.exit_code == 0, result.output
-    assert "  sessions: 2 (+2) staged, 2 (+2) quarantined: bad_type 1 (+1), missing_field 1 (+1)\n" in result.output
+    assert "  sessions: 2 (+2) staged; 2 (+2) quarantined: bad_type 1 (+1), missing_field 1 (+1)\n" \
+        "    files not read (their rows are in no count above): 1 (+1): bad_landing_path 1 (+1)\n" in result.output
 
     second = cli_env / "landing" / "sessions" / "2026-10-02"
     second.mkdir(parents=True)
     (second / "s.jsonl").write_text(_session("s4", "u4", day="2026-10-02"))
     result = CliRunner().invoke(main, ["run", "--as-of", "2026-10-03"])
     assert result.exit_code == 0, result.output
-    # the new day staged one row; the quarantine did not change, so its rules are listed as they stand
-    assert "  sessions: 3 (+1) staged, 2 quarantined: bad_type 1, missing_field 1\n" in result.output
+    # the new day staged one row; the quarantine did not change, and every rule is still listed
+    assert "  sessions: 3 (+1) staged; 2 quarantined: bad_type 1, missing_field 1\n" \
+        "    files not read (their rows are in no count above): 1: bad_landing_path 1\n" in result.output

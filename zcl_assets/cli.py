@@ -92,9 +92,12 @@ def import_ab_export_command(obj, file, arms, variants, delivered_column, **opti
         f"under {obj['landing']}"
         + (f", {len(summary.files_removed)} files of an earlier import removed" if summary.files_removed else "")
     )
+    repeated = (", and the rows of every unit seen more than once (the export promises one row per unit)"
+                if settings.sessions_per_unit == "one" else "")
     click.echo(
-        f"`zcl run` will quarantine {summary.mismatched_rows:,} rows whose delivered variant differs from the assignment "
-        f"and {summary.unparseable_rows:,} unparseable rows"
+        f"`zcl run` will quarantine the {summary.unparseable_rows:,} rows it cannot parse, and exclude from the analysis "
+        f"(staged, kept out by the experience rules) the {summary.mismatched_rows:,} rows whose delivered variant differs "
+        f"from the assignment{repeated}"
     )
     if summary.undeclared_labels:
         listed = ", ".join(f"{label!r} ({n:,} rows)" for label, n in summary.undeclared_labels.items())
@@ -251,37 +254,61 @@ def check_spark_command(obj, as_of: str | None, master: str, workdir: str | None
     """Run the look's SQL aggregates on Apache Spark and on DuckDB over the warehouse and compare them row by
     row: the check to make before the same SQL runs on a cluster (needs pyspark and Java 17+). Exits 1 if
     any aggregate differs."""
+    import tempfile
+
     from resources import Warehouse
 
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:
         raise click.ClickException(f"pyspark is not installed ({exc}); `pip install pyspark` and a Java runtime") from exc
-    from zcl_assets.portability.spark import RELATIVE_TOLERANCE, compare_on_spark
+    from zcl_assets.portability.spark import RELATIVE_TOLERANCE, run_on_duckdb, run_on_spark
 
-    with Warehouse(path=str(obj["warehouse"])).connect(read_only=True) as con:
-        if as_of is None:
-            found = con.execute("SELECT CAST(max(as_of) AS VARCHAR) FROM experiment_analysis").fetchone()[0] \
-                if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'experiment_analysis'").fetchone()[0] else None
-            if found is None:
-                raise click.ClickException("no look has been taken yet: run `zcl run` first")
-            as_of = found
+    if as_of is not None:
         as_of = _look_day(as_of)
-        session = (SparkSession.builder.master(master).appName("zcl-check-spark").config("spark.ui.enabled", "false")
-                   .config("spark.sql.session.timeZone", "UTC").getOrCreate())
-        session.sparkContext.setLogLevel("ERROR")
-        try:
-            results = compare_on_spark(con, as_of, session, workdir=workdir)
-        finally:
-            session.stop()
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            # DuckDB's side first, then the warehouse is closed: a night may run while Spark works.
+            try:
+                with Warehouse(path=str(obj["warehouse"])).connect(read_only=True) as con:
+                    if as_of is None:
+                        analysed = con.execute(
+                            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'experiment_analysis'").fetchone()[0]
+                        as_of = con.execute("SELECT CAST(max(as_of) AS VARCHAR) FROM experiment_analysis").fetchone()[0] \
+                            if analysed else None
+                        if as_of is None:
+                            raise click.ClickException(
+                                f"{obj['warehouse']} holds no look yet: no experiment is registered, or `zcl run` has not run")
+                    side = run_on_duckdb(con, as_of, workdir or scratch)
+            except FileNotFoundError as exc:
+                raise click.ClickException(str(exc)) from exc
+            try:
+                session = (SparkSession.builder.master(master).appName("zcl-check-spark").config("spark.ui.enabled", "false")
+                           .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+                session.sparkContext.setLogLevel("ERROR")
+            except Exception as exc:  # noqa: BLE001 - Spark's start-up errors come from the JVM in many types
+                raise click.ClickException(f"Spark did not start with --master {master}: {_first_line(exc)}") from exc
+            try:
+                results = run_on_spark(session, side)
+            except Exception as exc:  # noqa: BLE001 - as above, a job that fails on the cluster
+                raise click.ClickException(f"Spark could not run the aggregates on --master {master}: {_first_line(exc)}") from exc
+            finally:
+                session.stop()
+    except OSError as exc:
+        raise click.ClickException(f"the inputs could not be written for Spark: {exc}") from exc
     click.echo(f"the look's aggregates as of {as_of} on DuckDB and on Spark ({master}); doubles equal within "
                f"a relative {RELATIVE_TOLERANCE:g}")
     click.echo(f"{'aggregate':<28} {'DuckDB rows':>11} {'Spark rows':>10} {'differing':>9} {'max rel. diff.':>14}  verdict")
     for r in results:
         click.echo(f"{r.name:<28} {r.duckdb_rows:>11,} {r.spark_rows:>10,} {r.differing_rows:>9,} "
-                   f"{r.max_relative_difference:>14.3g}  {'same' if r.same else 'DIFFERENT'}")
+                   f"{r.max_relative_difference:>14.3g}  {r.verdict}")
     if not all(r.same for r in results):
         sys.exit(1)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:300]
 
 
 @main.command("report")

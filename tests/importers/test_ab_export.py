@@ -310,3 +310,14 @@ def test_parquet_source(tmp_path):
     s = tiny_import(tmp_path, src)
     assert s.records_written["outcomes"] == 7
     assert all(isinstance(r["success"], bool) for r in read_lines(tmp_path / "landing", "outcomes"))
+
+
+def test_an_id_that_a_file_name_spells_like_another_experiments_is_refused_not_replacing_it(tmp_path):
+    src = tmp_path / "clean.csv"
+    src.write_text("uid,ts,arm,shown,ok,extra\n" + "".join(line + "\n" for line in TINY.splitlines()[1:4]))
+    tiny_import(tmp_path, src, experiment_id="exp/tiny")  # lands as ab_export-exp_tiny.parquet
+    landed = sorted(p.read_bytes() for p in (tmp_path / "landing").rglob("*.parquet"))
+    with pytest.raises(ValueError, match="holds experiment 'exp/tiny'.*choose an experiment id"):
+        tiny_import(tmp_path, src, experiment_id="exp_tiny")
+    assert sorted(p.read_bytes() for p in (tmp_path / "landing").rglob("*.parquet")) == landed  # nothing replaced
+    tiny_import(tmp_path, src, experiment_id="exp/tiny")  # the same experiment again replaces its own files

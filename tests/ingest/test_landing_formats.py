@@ -6,7 +6,7 @@ import polars as pl
 
 from resources import LandingStore, Warehouse
 from zcl_assets.ingest.archive import load_table
-from zcl_assets.ingest.staging import stage_table
+from zcl_assets.ingest.staging import held_table, stage_table
 
 ARMS = [{"name": "control", "payload": {"docs": ["a"]}, "allocation": 0.5}, {"name": "treatment", "payload": {}, "allocation": 0.5}]
 REGISTRATION = {
@@ -150,3 +150,24 @@ def test_a_parquet_boolean_column_stages_as_the_boolean_field(tmp_path):
         assert con.execute("SELECT rule FROM quarantine").fetchall() == []
         assert con.execute("SELECT evaluator_id, success FROM staged_outcomes ORDER BY 1").fetchall() == [
             ("ev", True), ("ev2", False)]
+
+
+def test_a_csv_boolean_is_read_as_docs_landing_md_says(tmp_path):
+    # docs/landing.md: true/false, t/f, yes/no, y/n, 1/0 in any case; anything else is bad_type.
+    cells = ["yes", "No", "T", "f", "Y", "n", "1", "0", "TRUE", "false", "2", "maybe", "oui"]
+    landing = tmp_path / "landing"
+    day = landing / "outcomes" / "2026-10-01"
+    day.mkdir(parents=True)
+    pl.DataFrame({"schema_version": ["1"] * len(cells), "session_id": [f"s{i}" for i in range(len(cells))], "success": cells,
+                  "recorded_at": ["2026-10-01T10:00:00+00:00"] * len(cells), "evaluator_id": ["ev"] * len(cells),
+                  "evaluator_version": ["1"] * len(cells), "evaluator_kind": ["evaluator"] * len(cells)}).write_csv(day / "o.csv")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "outcomes")
+        stage_table(con, "outcomes")
+        bad = con.execute("SELECT session_id FROM (SELECT json_extract_string(record, '$.session_id') AS session_id "
+                          "FROM quarantine WHERE rule = 'bad_type') ORDER BY 1").fetchall()
+        # every other row is well typed and waits for its session (unknown_session), its value read
+        held = dict(con.execute(f"SELECT session_id, success FROM {held_table('outcomes')}").fetchall())
+    assert [cells[int(s[1:])] for (s,) in bad] == ["2", "maybe", "oui"]
+    assert [held[f"s{i}"] for i in range(10)] == [True, False, True, False, True, False, True, False, True, False]

@@ -138,4 +138,19 @@ def test_zcl_check_spark_prints_the_comparison_and_exits_0_when_every_aggregate_
     assert result.exit_code == 0, result.output
     lines = [line.split() for line in result.output.splitlines() if line.split() and line.split()[0] in AGGREGATES]
     assert [line[0] for line in lines] == list(AGGREGATES)
-    assert all(line[-1] == "same" and line[1] == line[2] for line in lines)
+    assert all(line[5] == "same" and line[1] == line[2] and line[3] == "0" for line in lines)
+
+
+def test_zcl_check_spark_says_what_is_missing_without_a_traceback(synthetic, tmp_path):
+    from click.testing import CliRunner
+
+    from zcl_assets.cli import main
+
+    result = CliRunner().invoke(main, ["--warehouse", str(tmp_path / "none.duckdb"), "check-spark"])
+    assert result.exit_code == 1 and "does not exist yet" in result.output and "Traceback" not in result.output
+
+    warehouse = synthetic.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    result = CliRunner().invoke(main, ["--warehouse", warehouse, "check-spark", "--as-of", AS_OF, "--workdir", str(blocked / "in")])
+    assert result.exit_code == 1 and "the inputs could not be written for Spark" in result.output

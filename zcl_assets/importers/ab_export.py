@@ -275,6 +275,7 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
     experiments = pl.DataFrame([registration]).with_columns(pl.col("registered_at").str.to_datetime(time_zone="UTC"))
 
     name = f"ab_export-{safe_name(o.experiment_id)}"
+    _refuse_name_clash(Path(landing_dir), name, o.experiment_id)
     tables = [
         (experiments, "experiments", "registered_at", ["arms", "guardrails"]),
         (sessions, "sessions", "started_at", []),
@@ -296,6 +297,19 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
         unparseable_rows=unparseable,
         undeclared_labels=undeclared,
     )
+
+
+def _refuse_name_clash(landing: Path, name: str, experiment_id: str) -> None:
+    """Raise ``ValueError`` when the files this import would replace hold another experiment:
+    two ids that a file name spells alike (``a/b`` and ``a_b``) would otherwise replace each
+    other's landed files."""
+    for path in sorted(landing.glob(f"experiments/*/{name}.parquet")):
+        held = set(pl.read_parquet(path, columns=["experiment_id"]).get_column("experiment_id").to_list())
+        if held - {experiment_id}:
+            raise ValueError(
+                f"{path} holds experiment {sorted(held)[0]!r}, landed under the same file name as {experiment_id!r}; "
+                f"importing would replace it: choose an experiment id that differs in letters, digits, '.', '_' or '-'"
+            )
 
 
 _ID_VALUES = ("unit", "ts_text", "arm", "delivered_raw", "outcome_raw")

@@ -104,66 +104,92 @@ class AggregateComparison:
     def same(self) -> bool:
         return self.columns_equal and self.duckdb_rows == self.spark_rows and self.differing_rows == 0
 
+    @property
+    def verdict(self) -> str:
+        """``same``, ``same (no rows on either: nothing compared)`` or ``DIFFERENT``."""
+        if not self.same:
+            return "DIFFERENT"
+        return "same" if self.duckdb_rows else "same (no rows on either: nothing compared)"
+
+
+@dataclass(frozen=True)
+class DuckDBSide:
+    """The look's aggregates as DuckDB computed them, and their inputs written as Parquet for Spark."""
+
+    as_of: str
+    params: dict
+    texts: dict[str, str]
+    inputs: dict[str, Path]
+    results: dict[str, pl.DataFrame]
+
+
+def run_on_duckdb(con: duckdb.DuckDBPyConnection, as_of: str, folder: str | os.PathLike[str]) -> DuckDBSide:
+    """Run every file of ``AGGREGATES`` for the look ``as_of`` on DuckDB and write every table and
+    registered frame the files read to ``<folder>/<name>.parquet``; the connection is not needed
+    after this returns.
+
+    Raises:
+        OSError: ``folder`` cannot be written to.
+    """
+    params, frames = aggregate_inputs(con, as_of)
+    texts = {name: load_sql(name) for name in AGGREGATES}
+    tables = sorted(set().union(*(tables_read(t) for t in texts.values())) - set(frames))
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    inputs = {}
+    for name in tables:
+        inputs[name] = Path(folder) / f"{name}.parquet"
+        con.execute(f"COPY (SELECT * FROM \"{name}\") TO '{inputs[name]}' (FORMAT parquet)")
+    for name, frame in frames.items():
+        inputs[name] = Path(folder) / f"{name}.parquet"
+        frame.write_parquet(inputs[name])
+        con.register(name, frame)
+    try:
+        results = {name: con.execute(text, params).pl() for name, text in texts.items()}
+    finally:
+        for name in frames:
+            con.unregister(name)
+    return DuckDBSide(as_of, params, texts, inputs, results)
+
+
+def run_on_spark(spark, side: DuckDBSide) -> list[AggregateComparison]:
+    """Run the same files on ``spark`` over the Parquet inputs of ``side`` and compare each result
+    with DuckDB's, one :class:`AggregateComparison` per file, in ``AGGREGATES`` order."""
+    for name, path in side.inputs.items():
+        spark.read.parquet(str(path)).createOrReplaceTempView(name)
+    out = []
+    for name, text in side.texts.items():
+        want = side.results[name]
+        rows = spark.sql(spark_sql(text, side.params)).collect()
+        got = pl.DataFrame([r.asDict() for r in rows], schema=want.columns, orient="row", infer_schema_length=None) \
+            if rows else pl.DataFrame(schema=want.columns)
+        out.append(_compare(name, want, got))
+    return out
+
 
 def compare_on_spark(con: duckdb.DuckDBPyConnection, as_of: str, spark=None,
                      workdir: str | os.PathLike[str] | None = None) -> list[AggregateComparison]:
-    """Run every file of ``AGGREGATES`` for the look ``as_of`` on DuckDB (``con``) and on Spark,
-    and compare the results, one :class:`AggregateComparison` per file, in ``AGGREGATES`` order.
+    """:func:`run_on_duckdb` then :func:`run_on_spark`.
 
     Args:
         con: a connection to the warehouse (read-only is enough).
         as_of: the look's UTC day (``YYYY-MM-DD``).
-        spark: a ``pyspark.sql.SparkSession``; default: :func:`local_session`.
+        spark: a ``pyspark.sql.SparkSession``; default: :func:`local_session`, stopped afterwards.
         workdir: where the inputs are written as Parquet for Spark (default: a temporary folder,
             removed afterwards). A cluster needs a folder its workers can read.
 
     Raises:
         ImportError: pyspark is not installed.
+        OSError: ``workdir`` cannot be written to.
     """
-    params, frames = aggregate_inputs(con, as_of)
-    texts = {name: load_sql(name) for name in AGGREGATES}
-    tables = sorted(set().union(*(tables_read(t) for t in texts.values())) - set(frames))
     own_session = spark is None
-    spark = spark or local_session()
-    try:
-        with tempfile.TemporaryDirectory() if workdir is None else _existing(workdir) as folder:
-            for name in tables:
-                path = Path(folder) / f"{name}.parquet"
-                con.execute(f'COPY (SELECT * FROM "{name}") TO \'{path}\' (FORMAT parquet)')
-                spark.read.parquet(str(path)).createOrReplaceTempView(name)
-            for name, frame in frames.items():
-                path = Path(folder) / f"{name}.parquet"
-                frame.write_parquet(path)
-                spark.read.parquet(str(path)).createOrReplaceTempView(name)
-            for name, frame in frames.items():
-                con.register(name, frame)
-            try:
-                results = []
-                for name, text in texts.items():
-                    want = con.execute(text, params).pl()
-                    rows = spark.sql(spark_sql(text, params)).collect()
-                    got = pl.DataFrame([r.asDict() for r in rows], schema=want.columns, orient="row", infer_schema_length=None) \
-                        if rows else pl.DataFrame(schema=want.columns)
-                    results.append(_compare(name, want, got))
-            finally:
-                for name in frames:
-                    con.unregister(name)
-    finally:
-        if own_session:
-            spark.stop()
-    return results
-
-
-class _existing:
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
-        self.folder = Path(folder)
-
-    def __enter__(self) -> str:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        return str(self.folder)
-
-    def __exit__(self, *_exc: object) -> None:
-        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        side = run_on_duckdb(con, as_of, workdir if workdir is not None else scratch)
+        spark = spark or local_session()
+        try:
+            return run_on_spark(spark, side)
+        finally:
+            if own_session:
+                spark.stop()
 
 
 def local_session(cores: int = 2):
@@ -222,4 +248,5 @@ def _compare(name: str, want: pl.DataFrame, got: pl.DataFrame) -> AggregateCompa
     return AggregateComparison(name, want.height, got.height, True, int(differs.sum()), worst)
 
 
-__all__ = ["RELATIVE_TOLERANCE", "AggregateComparison", "compare_on_spark", "local_session", "spark_sql", "tables_read"]
+__all__ = ["RELATIVE_TOLERANCE", "AggregateComparison", "DuckDBSide", "compare_on_spark", "local_session", "run_on_duckdb",
+           "run_on_spark", "spark_sql", "tables_read"]
