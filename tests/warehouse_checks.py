@@ -29,3 +29,19 @@ def table_rows(con: duckdb.DuckDBPyConnection, table: str, drop: tuple[str, ...]
     columns = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall() if r[0] not in drop]
     listed = ", ".join(f'"{c}"' for c in columns)
     return con.execute(f"SELECT {listed} FROM {table} ORDER BY ALL").fetchall()
+
+
+def run_one_night(landing, warehouse, as_of: str) -> None:
+    """The nightly job once, on an ephemeral Dagster instance, over ``landing`` into ``warehouse``;
+    fails the test if a run fails. The paths are exported only while it runs."""
+    import dagster as dg
+    import pytest
+
+    from zcl_assets.runner import run_night
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ZCL_LANDING_DIR", str(landing))
+        mp.setenv("ZCL_WAREHOUSE", str(warehouse))
+        with dg.DagsterInstance.ephemeral() as instance:
+            results = run_night(instance, as_of)
+    assert results and all(r.success for r in results), [r.run_id for r in results if not r.success]

@@ -259,10 +259,10 @@ def check_spark_command(obj, as_of: str | None, master: str, workdir: str | None
     from resources import Warehouse
 
     try:
-        from pyspark.sql import SparkSession
+        import pyspark  # noqa: F401
     except ImportError as exc:
         raise click.ClickException(f"pyspark is not installed ({exc}); `pip install pyspark` and a Java runtime") from exc
-    from zcl_assets.portability.spark import RELATIVE_TOLERANCE, run_on_duckdb, run_on_spark
+    from zcl_assets.portability.spark import RELATIVE_TOLERANCE, run_on_duckdb, run_on_spark, spark_session
 
     if as_of is not None:
         as_of = _look_day(as_of)
@@ -283,9 +283,7 @@ def check_spark_command(obj, as_of: str | None, master: str, workdir: str | None
             except FileNotFoundError as exc:
                 raise click.ClickException(str(exc)) from exc
             try:
-                session = (SparkSession.builder.master(master).appName("zcl-check-spark").config("spark.ui.enabled", "false")
-                           .config("spark.sql.session.timeZone", "UTC").getOrCreate())
-                session.sparkContext.setLogLevel("ERROR")
+                session = spark_session(master)
             except Exception as exc:  # noqa: BLE001 - Spark's start-up errors come from the JVM in many types
                 raise click.ClickException(f"Spark did not start with --master {master}: {_first_line(exc)}") from exc
             try:

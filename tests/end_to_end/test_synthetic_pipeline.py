@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import math
 
-import dagster as dg
 import duckdb
 import numpy as np
 import pytest
@@ -25,9 +24,8 @@ from tests.end_to_end.synthetic_world import (
     USERS_PER_ARM,
     build_world,
 )
-from tests.warehouse_checks import conservation_gaps
+from tests.warehouse_checks import conservation_gaps, run_one_night
 from zcl_assets.analysis.look import take_look
-from zcl_assets.runner import run_night
 
 LOOK_END = dt.datetime.fromisoformat(AS_OF).replace(tzinfo=dt.timezone.utc) + dt.timedelta(days=1)
 
@@ -38,12 +36,7 @@ def synthetic(tmp_path_factory):
     landing, warehouse = root / "landing", root / "warehouse.duckdb"
     world = build_world()
     world.write(landing)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ZCL_LANDING_DIR", str(landing))
-        mp.setenv("ZCL_WAREHOUSE", str(warehouse))
-        with dg.DagsterInstance.ephemeral() as instance:
-            results = run_night(instance, AS_OF)
-        assert results and all(r.success for r in results)
+    run_one_night(landing, warehouse, AS_OF)
     con = duckdb.connect(str(warehouse), read_only=True)
     yield world, con
     con.close()

@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import re
 
-import dagster as dg
 import duckdb
 import polars as pl
 import pytest
 from click.testing import CliRunner
 
+from tests.warehouse_checks import run_one_night
 from zcl_assets.cli import main
-from zcl_assets.runner import run_night
 
 AS_OF = "2026-11-25"
 
@@ -32,12 +31,7 @@ def world(tmp_path_factory):
     assert result.exit_code == 0, result.output
     assert f"next: zcl run --as-of {AS_OF}" in result.output
     truth = json.loads((root / "world-20261201-truth.json").read_text())
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ZCL_LANDING_DIR", str(landing))
-        mp.setenv("ZCL_WAREHOUSE", str(warehouse))
-        with dg.DagsterInstance.ephemeral() as instance:
-            results = run_night(instance, AS_OF)
-        assert results and all(r.success for r in results)
+    run_one_night(landing, warehouse, AS_OF)
     con = duckdb.connect(str(warehouse), read_only=True)
     looks = con.execute("SELECT * FROM experiment_analysis").pl()
     yield truth, looks, con, warehouse

@@ -6,7 +6,6 @@ import datetime as dt
 import os
 import shutil
 
-import dagster as dg
 import duckdb
 import polars as pl
 import pytest
@@ -14,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.end_to_end.synthetic_world import AS_OF, build_world
+from tests.warehouse_checks import run_one_night
 from zcl_assets.analysis.look import AGGREGATES
 from zcl_assets.portability import spark as portability
-from zcl_assets.portability.spark import _compare, compare_on_spark, spark_sql
-from zcl_assets.runner import run_night
+from zcl_assets.portability.spark import _compare, run_on_duckdb, run_on_spark, spark_sql
 
 
 def _require_spark() -> None:
@@ -39,7 +38,7 @@ def _require_spark() -> None:
 @pytest.fixture(scope="module")
 def spark():
     _require_spark()
-    session = portability.local_session(cores=2)
+    session = portability.spark_session()
     yield session
     session.stop()
 
@@ -49,12 +48,7 @@ def synthetic(tmp_path_factory):
     root = tmp_path_factory.mktemp("synthetic_spark")
     landing, warehouse = root / "landing", root / "warehouse.duckdb"
     build_world().write(landing)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ZCL_LANDING_DIR", str(landing))
-        mp.setenv("ZCL_WAREHOUSE", str(warehouse))
-        with dg.DagsterInstance.ephemeral() as instance:
-            results = run_night(instance, AS_OF)
-        assert results and all(r.success for r in results)
+    run_one_night(landing, warehouse, AS_OF)
     con = duckdb.connect(str(warehouse), read_only=True)
     yield con
     con.close()
@@ -63,7 +57,7 @@ def synthetic(tmp_path_factory):
 def test_every_aggregate_of_the_look_is_the_same_on_spark(synthetic, spark, tmp_path):
     # The synthetic world has three arms, a user-randomized experiment, revised outcomes, NaN
     # and nulls: every path of aggregate_unit_statistics is taken.
-    results = compare_on_spark(synthetic, AS_OF, spark, workdir=tmp_path)
+    results = run_on_spark(spark, run_on_duckdb(synthetic, AS_OF, tmp_path))
     assert [r.name for r in results] == list(AGGREGATES)
     by_name = {r.name: r for r in results}
     assert by_name["aggregate_unit_statistics"].duckdb_rows > 100
@@ -78,7 +72,7 @@ def test_a_difference_between_the_engines_is_reported(synthetic, spark, tmp_path
         return spark_sql(text, {**params, "as_of_end": params["as_of_end"] - dt.timedelta(days=10)})
 
     monkeypatch.setattr(portability, "spark_sql", earlier)
-    results = {r.name: r for r in compare_on_spark(synthetic, AS_OF, spark, workdir=tmp_path)}
+    results = {r.name: r for r in run_on_spark(spark, run_on_duckdb(synthetic, AS_OF, tmp_path))}
     assert not results["aggregate_unit_statistics"].same
     assert not results["count_assigned_units"].same
 

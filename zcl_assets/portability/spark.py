@@ -12,9 +12,9 @@ machine runs the same files on Spark. :func:`spark_sql` translates a file with S
 
 and writes the look's parameters (``$as_of_end``) in as literals.
 
-:func:`compare_on_spark` exports the warehouse tables and registered frames the files read
-to Parquet, runs every file on DuckDB and on a Spark session (local mode unless a cluster is
-given) and compares the results row by row. ``zcl check-spark`` prints that comparison.
+:func:`run_on_duckdb` runs every file on DuckDB and exports the warehouse tables and
+registered frames the files read to Parquet; :func:`run_on_spark` runs the same files on a
+Spark session (local mode or a cluster) over those files and compares the results row by row. ``zcl check-spark`` prints that comparison.
 What only DuckDB does (reading landed files, the contracts' validation SQL) stays in
 ``zcl_assets/ingest/readers.py`` and ``contracts/validate.py``.
 
@@ -26,7 +26,6 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,39 +165,18 @@ def run_on_spark(spark, side: DuckDBSide) -> list[AggregateComparison]:
     return out
 
 
-def compare_on_spark(con: duckdb.DuckDBPyConnection, as_of: str, spark=None,
-                     workdir: str | os.PathLike[str] | None = None) -> list[AggregateComparison]:
-    """:func:`run_on_duckdb` then :func:`run_on_spark`.
-
-    Args:
-        con: a connection to the warehouse (read-only is enough).
-        as_of: the look's UTC day (``YYYY-MM-DD``).
-        spark: a ``pyspark.sql.SparkSession``; default: :func:`local_session`, stopped afterwards.
-        workdir: where the inputs are written as Parquet for Spark (default: a temporary folder,
-            removed afterwards). A cluster needs a folder its workers can read.
+def spark_session(master: str = "local[2]"):
+    """A Spark session on ``master`` (default: local mode on two cores), in UTC, without its web UI.
 
     Raises:
         ImportError: pyspark is not installed.
-        OSError: ``workdir`` cannot be written to.
+        Exception: whatever Spark raises when it cannot start on ``master`` (its errors come
+            from the JVM in many types).
     """
-    own_session = spark is None
-    with tempfile.TemporaryDirectory() as scratch:
-        side = run_on_duckdb(con, as_of, workdir if workdir is not None else scratch)
-        spark = spark or local_session()
-        try:
-            return run_on_spark(spark, side)
-        finally:
-            if own_session:
-                spark.stop()
-
-
-def local_session(cores: int = 2):
-    """A Spark session in local mode on ``cores`` cores, in UTC, without its web UI."""
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master(f"local[{cores}]").appName("zcl-check-spark")
-               .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.shuffle.partitions", str(2 * cores)).getOrCreate())
+    session = (SparkSession.builder.master(master).appName("zcl-check-spark")
+               .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC").getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     return session
 
@@ -248,5 +226,5 @@ def _compare(name: str, want: pl.DataFrame, got: pl.DataFrame) -> AggregateCompa
     return AggregateComparison(name, want.height, got.height, True, int(differs.sum()), worst)
 
 
-__all__ = ["RELATIVE_TOLERANCE", "AggregateComparison", "DuckDBSide", "compare_on_spark", "local_session", "run_on_duckdb",
+__all__ = ["RELATIVE_TOLERANCE", "AggregateComparison", "DuckDBSide", "spark_session", "run_on_duckdb",
            "run_on_spark", "spark_sql", "tables_read"]
