@@ -18,7 +18,6 @@ import functools
 import io
 import math
 import os
-import re
 from pathlib import Path
 
 import matplotlib.dates as mdates
@@ -38,7 +37,6 @@ MDE_COLOUR = "#d9d9d9"
 GOOD_COLOUR = "#e8f4e8"
 MARGIN_COLOUR = "#c0392b"
 DPI = 100
-_SAFE = re.compile(r"[^A-Za-z0-9_-]+")  # an experiment id in a cache file name
 
 
 def _finite(*values: object) -> bool:
@@ -215,7 +213,9 @@ def _cache_name(experiment_id: str) -> str:
     differ in the SHA-256 of the id they end with)."""
     import hashlib
 
-    return f"{_SAFE.sub('_', experiment_id)[:60]}-{hashlib.sha256(experiment_id.encode()).hexdigest()[:12]}"
+    from zcl_assets.importers.landing_writer import safe_name
+
+    return f"{safe_name(experiment_id)[:60]}-{hashlib.sha256(experiment_id.encode()).hexdigest()[:12]}"
 
 
 def _whole_png(data: bytes) -> bool:
