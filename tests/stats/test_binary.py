@@ -250,3 +250,34 @@ def test_fisher_grid_without_a_table_it_can_compute_returns_nan_of_the_input_sha
     assert len(res) == 4
     for field in res:
         assert np.shape(field) == (2,) and np.isnan(field).all()
+
+
+def _scipy_fisher(table, alpha):
+    """scipy's two-sided Fisher p-value and conditional odds ratio with its exact interval."""
+    from scipy.stats.contingency import odds_ratio
+
+    p = stats.fisher_exact(table, alternative="two-sided").pvalue
+    if min(table[0][0] + table[1][0], table[0][1] + table[1][1]) == 0:
+        return p, np.nan, np.nan, np.nan  # a zero margin: the odds ratio is not identified
+    res = odds_ratio(table, kind="conditional")
+    ci = res.confidence_interval(confidence_level=1.0 - alpha)
+    return p, res.statistic, ci.low, ci.high
+
+
+def test_fisher_grid_agrees_with_scipy_table_by_table_when_supports_differ_in_width():
+    # One call holds tables whose supports are 1 to 21 values wide, so the padded grid has
+    # cells outside most tables' support; each table must come out as scipy computes it alone
+    # (scipy.stats.fisher_exact, scipy.stats.contingency.odds_ratio(kind="conditional")).
+    # No absolute tolerance: at an end of the support the odds ratio is exactly 0 or inf, not
+    # the exp(-60) where the bisection stops.
+    from zcl_assets.stats.binary import fisher_exact_grid
+
+    tables = [(5, 5, 0, 5), (3, 4, 1, 4), (0, 3, 2, 40), (1, 2, 0, 1), (7, 30, 2, 25), (20, 20, 1, 21),
+              (0, 10, 0, 20), (12, 15, 12, 15), (2, 3, 9, 9), (1, 50, 4, 60)]
+    x_t, n_t, x_c, n_c = (np.array(col, dtype=float) for col in zip(*tables))
+    for alpha in (0.05, 0.2):
+        grid = fisher_exact_grid(x_t, n_t, x_c, n_c, alpha=alpha)
+        for i, (a, b, c, d) in enumerate(tables):
+            want = _scipy_fisher([[a, b - a], [c, d - c]], alpha)
+            got = (grid.pvalue[i], grid.odds_ratio[i], grid.ci_low[i], grid.ci_high[i])
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=0, err_msg=f"table {tables[i]}, alpha {alpha}")
