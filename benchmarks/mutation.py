@@ -122,13 +122,13 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+    epoch = np.full((n_exp, max(nights, 1)), -1, dtype=None)",
         "np.full without a dtype takes the fill value's, int64 for -1",
     ),
-    "zcl_assets.analysis.registration.x_plan_registrations__mutmut_373": (
+    "zcl_assets.analysis.registration.x_plan_registrations__mutmut_341": (
         '-    per_experiment = comparisons.group_by("experiment_id", maintain_order=True).agg(\n'
         '+    per_experiment = comparisons.group_by("experiment_id", maintain_order=False).agg(',
         "polars keeps the row order within each group either way (first() and filter().first() see the same "
         "rows), the groups are joined by experiment_id and the plans are sorted by it at the end",
     ),
-    "zcl_assets.analysis.registration.x_plan_registrations__mutmut_520": (
+    "zcl_assets.analysis.registration.x_plan_registrations__mutmut_488": (
         '-        .group_by("experiment_id", maintain_order=True)\n'
         '+        .group_by("experiment_id", maintain_order=False)',
         "polars keeps the row order within each group either way (the arms of planned_units stay in "

@@ -22,9 +22,11 @@ KEY = ["experiment_id", "role", "metric", "metric_kind", "treatment_arm", "contr
 def _design(registrations, snapshot_metrics=(), changed=()):
     reg = pl.DataFrame(registrations, schema_overrides={"baseline_sd": pl.Float64, "metric_caps": pl.String,
                                                         "registered_at": pl.Datetime("us", "UTC")})
-    plans = plan_registrations(reg, None, pl.DataFrame(schema=EVENTS), None, RegistrationPolicy())
     snaps = pl.DataFrame(list(snapshot_metrics), schema={"experiment_id": pl.String, "metric": pl.String}, orient="row")
-    return comparisons(reg, plans, snaps, pl.DataFrame({"experiment_id": list(changed)}, schema={"experiment_id": pl.String}))
+    plans = plan_registrations(reg, None, pl.DataFrame(schema=EVENTS), None, RegistrationPolicy(),
+                               aggregate_exports=snaps.select("experiment_id").unique())
+    changes = pl.DataFrame({"experiment_id": list(changed)}, schema={"experiment_id": pl.String})
+    return *comparisons(reg, plans, snaps, changes), plans
 
 
 def test_every_comparison_of_five_designs_row_by_row():
@@ -47,7 +49,7 @@ def test_every_comparison_of_five_designs_row_by_row():
         registration("e", ["control", "treatment"], "unknown", randomization_unit="user", sessions_per_unit="many",
                      registered_at=T0 + dt.timedelta(hours=4)),
     ]
-    comps, experiments, _ = _design(regs, [("c", "metric_1"), ("c", "success"), ("c", "metric_2"),
+    comps, experiments, _, plans = _design(regs, [("c", "metric_1"), ("c", "success"), ("c", "metric_2"),
                                        ("e", "success")], changed=["a"])
     got = comps.sort("cid").select(KEY).rows()
     bp, cm, rs = "binary_proportion", "continuous_mean", "ratio_of_sums"
@@ -101,4 +103,9 @@ def test_every_comparison_of_five_designs_row_by_row():
     n_star = dict(experiments.select("experiment_id", "srm_n_star").rows())
     per_arm = {e: t / (1 + r) for e, t, r in tuning.rows()}
     assert n_star["a"] == pytest.approx(per_arm["a"] * (1 + 0.6 + 0.4))
+    # each plan is made for the estimand its look compares (e: an aggregate export of users, whose
+    # binary metric is a proportion of users, though registered with several sessions a user)
+    planned = dict(plans.select("experiment_id", "metric_kind").rows())
+    assert planned == {"a": bp, "b": cm, "c": cm, "d": cm, "e": bp}
+    assert planned == dict(comps.filter(pl.col("is_primary")).select("experiment_id", "metric_kind").unique().rows())
     assert n_star["b"] == pytest.approx(per_arm["b"] * 2)

@@ -17,20 +17,17 @@ from __future__ import annotations
 
 import polars as pl
 
-from zcl_assets.analysis.metrics import BINARY_PROPORTION, CATALOGUE, KINDS, RATIO_OF_SUMS, primary_kind
-from zcl_assets.analysis.registration import decode_arms, decode_guardrails
+from zcl_assets.analysis.metrics import (
+    BINARY_PROPORTION,
+    CATALOGUE,
+    KINDS,
+    RATIO_OF_SUMS,
+    primary_kind_column,
+    several_sessions_a_unit,
+)
+from zcl_assets.analysis.registration import decode_arms, decode_guardrails, mde_signed, unit_sd
 
 _BINARY = [name for name, spec in CATALOGUE.items() if spec.binary]
-
-
-def _kind(metric: pl.Expr, several: pl.Expr) -> pl.Expr:
-    """:func:`primary_kind` of each row's metric; ``several``: a user-randomized design with several
-    sessions a user (its one statement of the rule, applied to a frame)."""
-    def by_metric(unit: str) -> pl.Expr:
-        kinds = {m: primary_kind(m, unit, "many").name for m in CATALOGUE}
-        return metric.replace_strict(kinds, default=primary_kind("", unit, "many").name, return_dtype=pl.String)
-
-    return pl.when(several).then(by_metric("user")).otherwise(by_metric("session"))
 
 
 def comparisons(
@@ -55,17 +52,15 @@ def comparisons(
     arms = decode_arms(registrations)
     reg = registrations.join(plans.drop("org_id", "task_type"), on="experiment_id", how="inner")
     snap = snapshot_metrics.select("experiment_id").unique().with_columns(pl.lit(True).alias("from_snapshots"))
-    several = (pl.col("randomization_unit") == "user") & (pl.col("sessions_per_unit") != "one") & ~pl.col("from_snapshots")
+    several = several_sessions_a_unit(pl.col("from_snapshots"))
     reg = reg.join(snap, on="experiment_id", how="left").with_columns(pl.col("from_snapshots").fill_null(False))
     reg = reg.with_columns(
         several.alias("several"),
         pl.when(pl.col("from_snapshots")).then(pl.lit("arm_snapshots")).otherwise(pl.lit("sessions")).alias("source"),
         pl.when(pl.col("from_snapshots")).then(pl.format("{} (aggregate export)", "randomization_unit"))
         .otherwise(pl.col("randomization_unit")).alias("analysis_unit"),
-        pl.when(pl.col("baseline_sd").is_not_null()).then(pl.col("baseline_sd"))
-        .when(pl.col("primary_metric").is_in(_BINARY)).then((pl.col("baseline_mean") * (1 - pl.col("baseline_mean"))).sqrt())
-        .alias("unit_sd"),
-        pl.when(pl.col("direction") == "decrease").then(-pl.col("mde")).otherwise(pl.col("mde")).alias("mde_signed"),
+        unit_sd().alias("unit_sd"),
+        mde_signed().alias("mde_signed"),
         (~pl.col("admitted")).alias("registration_refused"),
     )
     control = arms.filter("is_control").select("experiment_id", pl.col("share").alias("share_c"))
@@ -86,7 +81,7 @@ def comparisons(
 
     primary = base.with_columns(
         pl.col("primary_metric").alias("metric"),
-        _kind(pl.col("primary_metric"), pl.col("several")).alias("metric_kind"),
+        primary_kind_column(pl.col("primary_metric"), pl.col("several")).alias("metric_kind"),
         pl.lit("primary").alias("role"),
         pl.col("direction").alias("metric_direction"),
         pl.lit(None, dtype=pl.Float64).alias("margin"),
@@ -95,7 +90,7 @@ def comparisons(
     guard = decode_guardrails(registrations).rename({"metric": "g_metric", "direction": "g_direction"})
     guardrails = base.join(guard, on="experiment_id").with_columns(
         pl.col("g_metric").alias("metric"),
-        _kind(pl.col("g_metric"), pl.col("several")).alias("metric_kind"),
+        primary_kind_column(pl.col("g_metric"), pl.col("several")).alias("metric_kind"),
         pl.lit("guardrail").alias("role"),
         pl.col("g_direction").alias("metric_direction"),
     ).drop("g_metric", "g_direction")
@@ -111,7 +106,7 @@ def comparisons(
     others = others.filter(pl.col("metric") != pl.col("primary_metric")).select("experiment_id", pl.col("metric").alias("o_metric"))
     secondary = base.join(others, on="experiment_id").with_columns(
         pl.col("o_metric").alias("metric"),
-        _kind(pl.col("o_metric"), pl.lit(False)).alias("metric_kind"),
+        primary_kind_column(pl.col("o_metric"), pl.lit(False)).alias("metric_kind"),
         pl.lit("secondary").alias("role"),
         pl.lit("increase").alias("metric_direction"),
         pl.lit(None, dtype=pl.Float64).alias("margin"),

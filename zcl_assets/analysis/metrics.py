@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 import numpy as np
+import polars as pl
 
 from zcl_assets.stats._validate import guard_variance
 from zcl_assets.stats.binary import fisher_exact_grid, miettinen_nurminen
@@ -298,13 +299,40 @@ RATIO_OF_SUMS = MetricKind(
 KINDS: dict[str, MetricKind] = {k.name: k for k in (BINARY_PROPORTION, CONTINUOUS_MEAN, RATIO_OF_SUMS)}
 
 
-def primary_kind(metric: str, randomization_unit: str, sessions_per_unit: str) -> MetricKind:
-    """The kind of a metric's primary estimand for a design.
+def several_sessions_a_unit(aggregate_export: pl.Expr) -> pl.Expr:
+    """Per row of a registration frame: each unit is a user with several sessions, so a unit's
+    figure is the mean over its sessions.
+
+    Reads the columns ``randomization_unit`` and ``sessions_per_unit``. ``aggregate_export``
+    (Boolean expression) marks experiments read from an aggregate export (arm snapshots): their
+    counts are already one figure per unit, whatever the registration says of sessions.
+    """
+    return (pl.col("randomization_unit") == "user") & (pl.col("sessions_per_unit") != "one") & ~aggregate_export
+
+
+def primary_kind_column(metric: pl.Expr, several: pl.Expr) -> pl.Expr:
+    """The name of the kind of each row's metric as a primary estimand (String expression).
 
     A binary metric observed once per unit is a proportion; everything else (continuous
-    metrics, and binary metrics averaged over a user's sessions) is a mean of unit values.
+    metrics, and binary metrics averaged over a user's several sessions, ``several``) is a
+    mean of unit values. The plan (``registration.plan_registrations``) and the comparisons
+    (``design.comparisons``) both take the kind from here.
     """
-    several = randomization_unit == "user" and sessions_per_unit != "one"
-    if metric_spec(metric).binary and not several:
-        return BINARY_PROPORTION
-    return CONTINUOUS_MEAN
+    binary = metric.is_in([name for name, spec in CATALOGUE.items() if spec.binary])
+    return pl.when(binary & ~several).then(pl.lit(BINARY_PROPORTION.name)).otherwise(pl.lit(CONTINUOUS_MEAN.name))
+
+
+def primary_kind(metric: str, randomization_unit: str, sessions_per_unit: str,
+                 aggregate_export: bool = False) -> MetricKind:
+    """:func:`primary_kind_column` for one design.
+
+    Examples:
+        >>> primary_kind("success", "user", "many").name
+        'continuous_mean'
+        >>> primary_kind("success", "user", "many", aggregate_export=True).name
+        'binary_proportion'
+    """
+    row = pl.DataFrame({"metric": [metric], "randomization_unit": [randomization_unit],
+                        "sessions_per_unit": [sessions_per_unit], "aggregate_export": [aggregate_export]})
+    several = several_sessions_a_unit(pl.col("aggregate_export"))
+    return KINDS[row.select(primary_kind_column(pl.col("metric"), several)).item()]

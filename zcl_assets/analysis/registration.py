@@ -31,7 +31,13 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from zcl_assets.analysis.metrics import BINARY_PROPORTION, CATALOGUE, CONTINUOUS_MEAN
+from zcl_assets.analysis.metrics import (
+    BINARY_PROPORTION,
+    CATALOGUE,
+    CONTINUOUS_MEAN,
+    primary_kind_column,
+    several_sessions_a_unit,
+)
 from zcl_assets.analysis.schema import EXPERIMENT_PLANS
 from zcl_assets.stats.power import FALLBACK_TUNING_UNITS, R_DEFAULT, planned_sample
 
@@ -158,6 +164,7 @@ def plan_registrations(
     events: pl.DataFrame | None = None,
     traffic: pl.DataFrame | None = None,
     policy: RegistrationPolicy | None = None,
+    aggregate_exports: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Frozen plans of the registrations that have none yet (vectorised over registrations).
 
@@ -168,6 +175,10 @@ def plan_registrations(
         traffic: ``experiment_id, traffic_per_day`` (units a day of the family before
             registration), or None.
         policy: K and the policy version.
+        aggregate_exports: ``experiment_id`` of experiments read from an aggregate export
+            (staged arm snapshots), or None for none. Their binary primary metric is planned
+            as a proportion of units whatever ``sessions_per_unit`` says, as the look
+            compares it (:func:`~zcl_assets.analysis.metrics.several_sessions_a_unit`).
 
     Returns:
         One row per registration with the :data:`EXPERIMENT_PLANS` columns except
@@ -198,18 +209,14 @@ def plan_registrations(
         .join(slots, on="experiment_id")
         .with_columns(pl.col("n_guardrails").fill_null(0))
     )
-    binary_metric = pl.col("primary_metric").is_in([m for m, spec in CATALOGUE.items() if spec.binary])
-    several = (pl.col("randomization_unit") == "user") & (pl.col("sessions_per_unit") != "one")
+    exported = (aggregate_exports.get_column("experiment_id") if aggregate_exports is not None
+                else pl.Series("experiment_id", [], dtype=pl.String))
+    several = several_sessions_a_unit(pl.col("experiment_id").is_in(exported.implode()))
     comparisons = comparisons.with_columns(
         (pl.col("alpha") / policy.alpha_slots).alias("alpha_share"),
-        pl.when(binary_metric & ~several).then(pl.lit(BINARY_PROPORTION.name))
-        .otherwise(pl.lit(CONTINUOUS_MEAN.name)).alias("metric_kind"),
-        pl.when(pl.col("direction") == "decrease").then(-pl.col("mde")).otherwise(pl.col("mde")).alias("mde_signed"),
-        # per-unit sd: registered, else p(1 - p) for a binary metric averaged over a user's sessions
-        pl.coalesce(
-            pl.col("baseline_sd"),
-            pl.when(binary_metric).then((pl.col("baseline_mean") * (1 - pl.col("baseline_mean"))).sqrt()),
-        ).alias("unit_sd"),
+        primary_kind_column(pl.col("primary_metric"), several).alias("metric_kind"),
+        mde_signed().alias("mde_signed"),
+        unit_sd().alias("unit_sd"),
     ).with_columns((pl.col("alpha_share") / pl.col("n_comparisons")).alias("comparison_alpha"))
 
     n_plan = np.full(comparisons.height, np.inf)
@@ -294,6 +301,23 @@ def plan_registrations(
         )
     )
     return out.select(list(schema)).cast(schema).sort("experiment_id")
+
+
+def mde_signed() -> pl.Expr:
+    """The registered MDE in the direction of the primary metric: negative where a decrease is
+    beneficial (Float64 expression over a registration frame)."""
+    return pl.when(pl.col("direction") == "decrease").then(-pl.col("mde")).otherwise(pl.col("mde"))
+
+
+def unit_sd() -> pl.Expr:
+    """The per-unit sd a plan assumes: the registered ``baseline_sd``, else ``sqrt(p (1 - p))``
+    of a binary primary metric at its baseline rate p (a binary metric averaged over a user's
+    sessions); null for a continuous metric without one (Float64 expression)."""
+    binary = pl.col("primary_metric").is_in([m for m, spec in CATALOGUE.items() if spec.binary])
+    return pl.coalesce(
+        pl.col("baseline_sd"),
+        pl.when(binary).then((pl.col("baseline_mean") * (1 - pl.col("baseline_mean"))).sqrt()),
+    )
 
 
 def allocation_known(registrations: pl.DataFrame) -> pl.DataFrame:

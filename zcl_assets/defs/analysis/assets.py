@@ -122,7 +122,8 @@ class PlanConfig(dg.Config):
 
 
 @dg.asset(
-    deps=[dg.AssetKey("staged_experiments"), dg.AssetKey("staged_experiment_events"), dg.AssetKey("staged_sessions")],
+    deps=[dg.AssetKey("staged_experiments"), dg.AssetKey("staged_experiment_events"), dg.AssetKey("staged_sessions"),
+          dg.AssetKey("staged_arm_snapshots")],
     group_name="analysis",
     kinds={"duckdb", "scipy"},
     pool="duckdb",
@@ -147,7 +148,8 @@ def experiment_plans(context: dg.AssetExecutionContext, config: PlanConfig, ware
         with transaction(con, new_registrations=new.select("experiment_id", "org_id", "task_type", "randomization_unit",
                                                             "registered_at")):
             traffic = con.execute(load_sql("measure_family_traffic")).pl()
-        plans = plan_registrations(new, existing, events, traffic, policy)
+        exported = con.execute("SELECT DISTINCT experiment_id FROM staged_arm_snapshots").pl()
+        plans = plan_registrations(new, existing, events, traffic, policy, aggregate_exports=exported)
         lineage = con.execute(load_sql("select_registration_lineage")).pl()
         refused = refusal_quarantine(plans, lineage, policy)
         _, bad_changes = allocation_changes(events, decode_arms(registrations), registrations)
