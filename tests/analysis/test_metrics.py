@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 from scipy import stats
 
@@ -19,7 +20,8 @@ from zcl_assets.analysis.metrics import (
     RATIO_OF_SUMS,
     ArmStats,
     metric_spec,
-    primary_kind,
+    primary_kind_column,
+    several_sessions_a_unit,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,10 +47,19 @@ def test_the_catalogue_covers_every_contract_metric_and_decides_the_kind():
     assert CATALOGUE["time_minutes"].cap == "time_minutes" and CATALOGUE["time_minutes"].direction == "decrease"
     assert metric_spec("metric_3").binary is False  # names of aggregate exports
     assert (metric_spec("metric_3").direction, metric_spec("metric_3").cap) == ("increase", None)
-    assert primary_kind("success", "session", "many") is BINARY_PROPORTION
-    assert primary_kind("success", "user", "many") is CONTINUOUS_MEAN  # per-user means of a binary metric
-    assert primary_kind("success", "user", "one") is BINARY_PROPORTION
-    assert primary_kind("score", "session", "many") is CONTINUOUS_MEAN
+
+
+def test_the_primary_kind_of_every_design():
+    # DESIGN section 6: a binary metric is a proportion of units unless each unit is a user with
+    # several sessions (then a mean of per-user rates); an aggregate export counts each unit once.
+    rows = [(metric, unit, spu, export) for metric in ("success", "score", "metric_3") for unit in ("session", "user")
+            for spu in ("one", "many") for export in (False, True)]
+    designs = pl.DataFrame(rows, schema=["metric", "randomization_unit", "sessions_per_unit", "aggregate_export"],
+                           orient="row")
+    got = designs.select(primary_kind_column(pl.col("metric"), several_sessions_a_unit(pl.col("aggregate_export"))))
+    want = [BINARY_PROPORTION.name if metric == "success" and not (unit == "user" and spu == "many" and not export)
+            else CONTINUOUS_MEAN.name for metric, unit, spu, export in rows]
+    assert got.to_series().to_list() == want
 
 
 def test_no_code_outside_the_registry_asks_whether_a_metric_is_success():

@@ -317,22 +317,16 @@ def primary_kind_column(metric: pl.Expr, several: pl.Expr) -> pl.Expr:
     metrics, and binary metrics averaged over a user's several sessions, ``several``) is a
     mean of unit values. The plan (``registration.plan_registrations``) and the comparisons
     (``design.comparisons``) both take the kind from here.
+
+    Examples:
+        >>> designs = pl.DataFrame({"metric": ["success", "success", "success", "tokens"],
+        ...                         "randomization_unit": ["session", "user", "user", "session"],
+        ...                         "sessions_per_unit": ["many", "many", "many", "many"],
+        ...                         "aggregate_export": [False, False, True, False]})
+        >>> several = several_sessions_a_unit(pl.col("aggregate_export"))
+        >>> designs.select(primary_kind_column(pl.col("metric"), several)).to_series().to_list()
+        ['binary_proportion', 'continuous_mean', 'binary_proportion', 'continuous_mean']
     """
     binary = metric.is_in([name for name, spec in CATALOGUE.items() if spec.binary])
     return pl.when(binary & ~several).then(pl.lit(BINARY_PROPORTION.name)).otherwise(pl.lit(CONTINUOUS_MEAN.name))
 
-
-def primary_kind(metric: str, randomization_unit: str, sessions_per_unit: str,
-                 aggregate_export: bool = False) -> MetricKind:
-    """:func:`primary_kind_column` for one design.
-
-    Examples:
-        >>> primary_kind("success", "user", "many").name
-        'continuous_mean'
-        >>> primary_kind("success", "user", "many", aggregate_export=True).name
-        'binary_proportion'
-    """
-    row = pl.DataFrame({"metric": [metric], "randomization_unit": [randomization_unit],
-                        "sessions_per_unit": [sessions_per_unit], "aggregate_export": [aggregate_export]})
-    several = several_sessions_a_unit(pl.col("aggregate_export"))
-    return KINDS[row.select(primary_kind_column(pl.col("metric"), several)).item()]
