@@ -112,9 +112,9 @@ def _text_typed(f: Field, c: str) -> str:
     }[f.type]
 
 
-def _text_field(f: Field, column_type: str | None) -> _FieldSql:
-    if column_type is None:
-        return _FieldSql("NULL", "false", "NULL")
+def _text_field(f: Field) -> _FieldSql:
+    """A field held in a text column (every CSV column, a VARCHAR column of Parquet): the
+    value must parse as the field's type; an empty or blank cell is absent, except for text."""
     c = f"src.{quote_identifier(f.name)}"
     present = f"({c} IS NOT NULL)" if f.type == "VARCHAR" else f"({c} IS NOT NULL AND trim({c}) <> '')"
     typed = f"CASE WHEN {present} THEN {_text_typed(f, c)} END"
@@ -125,14 +125,14 @@ def _native_field(f: Field, column_type: str | None) -> _FieldSql:
     if column_type is None or column_type == '"NULL"' or column_type == "NULL":
         return _FieldSql("NULL", "false", "NULL")
     if column_type == "VARCHAR":
-        text = _text_field(f, column_type)
+        text = _text_field(f)
         return _FieldSql(text.typed, text.present, text.text, infallible=f.type == "VARCHAR")
     c = f"src.{quote_identifier(f.name)}"
     present = f"({c} IS NOT NULL)"
     base = column_type.split("(")[0]
+    # exact: the typed value below cannot fail, so no bad_type check is needed (a shortcut only)
     exact = (f.type, base) in {("BIGINT", "BIGINT"), ("DOUBLE", "DOUBLE"), ("BOOLEAN", "BOOLEAN"), ("JSON", "JSON")} or (
         f.type == "TIMESTAMPTZ" and column_type in _TIMESTAMP_TYPES) or (
-        f.type in ("BIGINT", "DOUBLE") and base in ("TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT", "UINTEGER")) or (
         f.type == "DOUBLE" and base in _INTEGER_TYPES + _FLOAT_TYPES)
     typed = None
     if f.type == "BIGINT":
@@ -160,8 +160,8 @@ def _native_field(f: Field, column_type: str | None) -> _FieldSql:
 def _field_sql(source: Source, f: Field, i: int) -> _FieldSql:
     if source.shape == "json":
         return _json_field(f, i)
-    if source.shape == "text":
-        return _text_field(f, source.column_type(f.name))
+    # text and native: a text source's columns are all VARCHAR, which the native reading
+    # parses as text (``_text_field``)
     return _native_field(f, source.column_type(f.name))
 
 
@@ -272,9 +272,10 @@ def candidate_select(contract: TableContract, source: Source) -> str:
     if source.shape == "json":
         record = "src.__record"
     else:
-        present_columns = [c for c, _ in source.columns if not c.startswith("__")]
-        packed = ", ".join(f"{quote_identifier(c)} := src.{quote_identifier(c)}" for c in present_columns)
-        record = f"CAST(to_json(struct_pack({packed})) AS VARCHAR)" if present_columns else "NULL"
+        # every column the file holds, so a quarantined row keeps all it landed with (a relation
+        # without columns never has rows: Parquet refuses such a file, a CSV has no cells)
+        packed = ", ".join(f"{quote_identifier(c)} := src.{quote_identifier(c)}" for c, _ in source.columns)
+        record = f"CAST(to_json(struct_pack({packed})) AS VARCHAR)" if source.columns else "NULL"
     field_list = ", ".join(f"{_typed(f.name)} AS {quote_identifier(f.name)}" for f in fields)
     relation = _prepared_relation(contract, source)
     return (

@@ -89,6 +89,29 @@ def test_parquet_decimal_and_small_integer_columns_stage_as_their_fields(tmp_pat
             (2.0, 30.125, 50)]
 
 
+def test_a_parquet_decimal_column_stages_into_an_integer_field_only_when_whole(tmp_path):
+    # min_samples_per_arm is a BIGINT field; a writer that stores it as DECIMAL(12, 2): 50.00
+    # is the integer 50, 50.50 is not an integer and is refused as bad_type (nothing staged)
+    from decimal import Decimal
+
+    landing = tmp_path / "landing"
+    day = landing / "experiments" / "2026-10-01"
+    day.mkdir(parents=True)
+    rows = [{**REGISTRATION, "experiment_id": eid, "arms": json.dumps(ARMS),
+             "metric_caps": json.dumps(REGISTRATION["metric_caps"])} for eid in ("exp-whole", "exp-half")]
+    frame = pl.DataFrame(rows).with_columns(
+        pl.Series("min_samples_per_arm", [Decimal("50.00"), Decimal("50.50")], dtype=pl.Decimal(12, 2)))
+    frame.write_parquet(day / "a.parquet")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "experiments")
+        stage_table(con, "experiments")
+        assert con.execute("SELECT experiment_id, min_samples_per_arm FROM staged_experiments").fetchall() == [
+            ("exp-whole", 50)]
+        (rule, reason, row), = con.execute("SELECT rule, reason, source_row FROM quarantine").fetchall()
+        assert (rule, row) == ("bad_type", 2) and "min_samples_per_arm" in reason and "50.5" in reason  # rows from 1
+
+
 def test_parquet_json_columns_stage_as_the_same_json(tmp_path):
     # Parquet's JSON logical type (DuckDB reads the column as JSON) for the nested fields
     import pyarrow as pa
@@ -171,3 +194,23 @@ def test_a_csv_boolean_is_read_as_docs_landing_md_says(tmp_path):
         held = dict(con.execute(f"SELECT session_id, success FROM {held_table('outcomes')}").fetchall())
     assert [cells[int(s[1:])] for (s,) in bad] == ["2", "maybe", "oui"]
     assert [held[f"s{i}"] for i in range(10)] == [True, False, True, False, True, False, True, False, True, False]
+
+
+def test_a_quarantined_parquet_row_keeps_every_column_it_landed_with(tmp_path):
+    # the second registration's mde is negative (out_of_range); its record holds every column
+    # of the file, the writer's own "__note" and "extra" included, with their values
+    landing = tmp_path / "landing"
+    day = landing / "experiments" / "2026-10-01"
+    day.mkdir(parents=True)
+    rows = [{**REGISTRATION, "experiment_id": eid, "mde": mde, "arms": json.dumps(ARMS),
+             "metric_caps": json.dumps(REGISTRATION["metric_caps"]), "__note": f"note {eid}", "extra": 7}
+            for eid, mde in (("exp-good", 2.0), ("exp-bad", -1.0))]
+    pl.DataFrame(rows).write_parquet(day / "a.parquet")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "experiments")
+        stage_table(con, "experiments")
+        (rule, record), = con.execute("SELECT rule, record FROM quarantine").fetchall()
+    kept = json.loads(record)
+    assert rule == "out_of_range" and set(kept) == set(rows[1])
+    assert (kept["experiment_id"], kept["mde"], kept["__note"], kept["extra"]) == ("exp-bad", -1.0, "note exp-bad", 7)
