@@ -150,8 +150,12 @@ def sql_literal(value: object) -> str:
     """A SQL literal for a constant of a contract (never for landed data).
 
     Examples:
-        >>> sql_literal("it's"), sql_literal(0.5), sql_literal(True)
-        ("'it''s'", '0.5', 'true')
+        >>> sql_literal("it's"), sql_literal(0.5), sql_literal(True), sql_literal(False), sql_literal(3)
+        ("'it''s'", '0.5', 'true', 'false', '3')
+        >>> sql_literal(None)
+        Traceback (most recent call last):
+        ...
+        TypeError: no SQL literal for NoneType
     """
     if isinstance(value, bool):
         return "true" if value else "false"

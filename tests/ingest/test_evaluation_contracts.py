@@ -42,6 +42,7 @@ def test_several_contracts_load_sorted_by_task_type_with_yml_files_and_utf8_name
     _write(folder, "default.yaml", 'task_type: "*"\nauthoritative_kinds: [evaluator, human]\n')
     _write(folder, "a_review.yml", "task_type: révision\nauthoritative_kinds: [human]\n")
     _write(folder, "bugfix.yaml", "task_type: bugfix\nauthoritative_kinds: [evaluator]\n")
+    _write(folder, "README.md", "not a contract")  # read first (it sorts first) and passed over
     _write(folder, "notes.txt", "not a contract")
     _use_folder(monkeypatch, folder)
     assert load_evaluation_contracts() == [

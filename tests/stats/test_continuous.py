@@ -100,9 +100,13 @@ def test_apply_direction_and_cap():
 
 
 def test_mann_whitney_without_data_says_nothing_and_names_a_bad_shape():
-    # No usable sample: the statistic as well as the p-value is NaN (not a number that looks real).
+    # No usable sample: the statistic as well as the p-value is NaN (not a number that looks real);
+    # the result still says which method and correction were asked for.
     empty = mann_whitney([], [1.0, 2.0])
     assert np.isnan(empty.statistic) and np.isnan(empty.pvalue)
+    assert (empty.method, empty.use_continuity) == ("asymptotic", True)
+    exact = mann_whitney([], [1.0, 2.0], method="exact", use_continuity=False)
+    assert (exact.method, exact.use_continuity) == ("exact", False)
     nan_in = mann_whitney([1.0, np.nan], [1.0, 2.0])
     assert np.isnan(nan_in.statistic) and np.isnan(nan_in.pvalue)
     with pytest.raises(ValueError, match="samples must be 1-D"):

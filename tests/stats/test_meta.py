@@ -67,10 +67,13 @@ def test_meta_degenerate():
     assert res.k == 1 and np.isnan(res.ci_low)
     same = hksj_random_effects([0.2, 0.2, 0.2], [0.01, 0.02, 0.03])  # identical effects: HKSJ se 0
     assert same.estimate == pytest.approx(0.2) and np.isnan(same.pvalue) and np.isnan(same.ci_low)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="variances"):
         hksj_random_effects([0.1, 0.2], [0.01, -0.01])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^method must be 'dl' or 'pm', got 'reml'$"):
         hksj_random_effects([0.1, 0.2], [0.01, 0.01], method="reml")
+    for effects, variances in (([0.1, 0.2], [0.01]), ([[0.1, 0.2]], [[0.01, 0.01]])):
+        with pytest.raises(ValueError, match="^effects and variances must be 1-D of the same length$"):
+            hksj_random_effects(effects, variances)
 
 
 def test_dersimonian_laird_tau2_is_truncated_at_zero():

@@ -56,8 +56,9 @@ def test_sequential_running_min_and_degenerate():
     empty = srm_sequential([0, 0], [0.5, 0.5])
     assert empty.bayes_factor == 1.0 and empty.pvalue == 1.0
     assert np.isnan(srm_sequential([np.nan, 1], [0.5, 0.5]).pvalue)
-    with pytest.raises(ValueError):
-        srm_sequential([1, 2], [0.5, 0.5], prior_concentration=0)
+    for bad in (0, -1.0, np.inf, np.nan):
+        with pytest.raises(ValueError, match="^prior_concentration must be positive and finite$"):
+            srm_sequential([1, 2], [0.5, 0.5], prior_concentration=bad)
     with pytest.raises(ValueError, match="^looks_axis must not be the arm axis$"):
         srm_sequential(looks, [0.5, 0.5], looks_axis=-1)
 
