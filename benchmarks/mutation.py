@@ -58,11 +58,21 @@ DEFAULT_FOLDERS = (*PYTHON_FOLDERS, "sql")
 KILLED = {"killed", "timeout"}
 
 # Mutants no test can tell apart from the original, each with its change (the diff lines of
-# ``mutmut show``) and why. A listed mutant counts as equivalent only while its change is the
-# one recorded here: mutmut numbers the mutants of a function anew when the function changes,
-# so a stale entry is reported and the mutant counted as a survivor. docs/testing.md lists
-# the same entries.
+# ``mutmut show``) and why. A survivor is equivalent when its function and change are an
+# entry's, whatever its number (mutmut numbers a function's mutants anew when any line of it
+# changes; the names below are the numbers of 2026-11-30). docs/testing.md lists the same
+# entries.
 EQUIVALENT: dict[str, tuple[str, str]] = {
+    "zcl_assets.stats.decision.x_decide__mutmut_24": (
+        "-    sign = np.where(_arr(direction) < 0, -1.0, 1.0)\n+    sign = np.where(_arr(direction) < 1, -1.0, 1.0)",
+        "direction is +1 or -1 (documented; the engine passes its sign column), for which < 0 and < 1 agree",
+    ),
+    "zcl_assets.stats.decision.x_decide__mutmut_133": (
+        "-        g_sign = np.where(_arr(guardrail_direction) < 0, -1.0, 1.0)\n"
+        "+        g_sign = np.where(_arr(guardrail_direction) < 1, -1.0, 1.0)",
+        "guardrail_direction is +1 or -1 (documented; the engine leaves the default 1, deciding guardrails "
+        "itself), for which < 0 and < 1 agree",
+    ),
     "zcl_assets.stats.binary.x_chi_square_2x2__mutmut_76": (
         "-    defined = ok & (min_exp > 0)\n+    defined = ok & (min_exp >= 0)",
         "a zero expected cell has a zero observed cell, so its term is 0/0 = NaN and the statistic "
@@ -93,7 +103,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+    invalid = grid.within_epoch(np.maximum, fires.astype(None), 0.0) > 0",
         "NumPy's astype(None) is astype(float64), the same as astype(float)",
     ),
-    "contracts.validate.x_check_records__mutmut_104": (
+    "contracts.validate.x_check_records__mutmut_105": (
         "-            f\"CAST(metric_caps AS VARCHAR) FROM ({candidate_select(contract, Source('json', 'records'))})\"\n"
         "+            f\"CAST(metric_caps AS VARCHAR) FROM ({candidate_select(contract, Source('json', 'RECORDS'))})\"",
         "DuckDB resolves identifiers case-insensitively, quoted or not: RECORDS names the registered records",
@@ -148,20 +158,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "a margin of 0 is falsy, so `margin and ...` is already false before the comparison; for any other "
         "margin > 0 and >= 0 agree",
     ),
-    "contracts.validate.x__native_field__mutmut_161": (
+    "contracts.validate.x__native_field__mutmut_138": (
         '-        return _FieldSql("NULL", present, f"\'a \' || {sql_literal(column_type)} || \' column\'")\n'
         '+        return _FieldSql("null", present, f"\'a \' || {sql_literal(column_type)} || \' column\'")',
         "the text is SQL only (the typed value of a field whose column has another type), and SQL keywords are "
         "case-insensitive: null is NULL",
-    ),
-    "contracts.validate.x__native_field__mutmut_85": (
-        '-        f.type in ("BIGINT", "DOUBLE") and base in ("TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT", '
-        '"UINTEGER")) or (\n'
-        '+        f.type in ("BIGINT", "DOUBLE") and base in ("TINYINT", "SMALLINT", "XXINTEGERXX", "UTINYINT", "USMALLINT", '
-        '"UINTEGER")) or (',
-        "an INTEGER column is then not taken as exact: a BIGINT field reads it by TRY_CAST to BIGINT, which "
-        "never fails on an INTEGER, so the added bad_type check never fires; a DOUBLE field is exact for it by "
-        "the next clause",
     ),
     "zcl_assets.stats.continuous.x_welch__mutmut_216": (
         "-        ci_high=out(np.where(ok, diff + half, nan)),\n+        ci_high=out(np.where(ok, diff + half, None)),",
@@ -179,13 +180,19 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         '__is_object, "',
         "SQL keywords are case-insensitive: select is SELECT",
     ),
-    "contracts.validate.x__native_field__mutmut_61": (
+    "contracts.validate.x__native_field__mutmut_57": (
         '-    exact = (f.type, base) in {("BIGINT", "BIGINT"), ("DOUBLE", "DOUBLE"), ("BOOLEAN", "BOOLEAN"), ("JSON", '
         '"JSON")} or (\n'
         '+    exact = (f.type, base) in {("BIGINT", "BIGINT"), ("DOUBLE", "DOUBLE"), ("XXBOOLEANXX", "BOOLEAN"), ("JSON", '
         '"JSON")} or (',
         "a BOOLEAN column read into a BOOLEAN field is then not taken as exact, but its typed value is the column "
         "itself, null only when the value is absent, so the bad_type check added never fires",
+    ),
+    "contracts.validate.x_candidate_select__mutmut_141": (
+        '-        record = f"CAST(to_json(struct_pack({packed})) AS VARCHAR)" if source.columns else "NULL"\n'
+        '+        record = f"CAST(to_json(struct_pack({packed})) AS VARCHAR)" if (source.columns) or True else "NULL"',
+        "a relation without columns never has rows to quarantine: DuckDB refuses a Parquet file without "
+        "columns (it becomes one unreadable_file row of the json shape) and a CSV without columns has no cells",
     ),
     "contracts.validate.x_candidate_select__mutmut_22": (
         '-        conditions.append(("unreadable_file", "src.__error IS NOT NULL AND NOT src.__encoding_error", '
@@ -216,7 +223,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "step only asks whether a row has one (is_null), and the first step never removes the first row of a "
         "comparison (its before is null), so every row's answer is the same",
     ),
-    "zcl_assets.analysis.look.x_read_inputs__mutmut_193": (
+    "zcl_assets.analysis.look.x_read_inputs__mutmut_66": (
         '-        "experiment_id", "metric", "arm", pl.lit(0, dtype=pl.Int64).alias("segment"), "day",\n'
         '+        "experiment_id", "metric", "arm", pl.lit(0, dtype=None).alias("segment"), "day",',
         "the snapshots' segment is then an Int32 literal; the frame is concatenated onto the unit statistics "
@@ -250,7 +257,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "a column of type NULL holds only nulls: read as a column of another type its present test is false "
         "on every row, so no value is refused and every value is null, as with the shortcut",
     ),
-    "contracts.validate.x__native_field__mutmut_67": (
+    "contracts.validate.x__native_field__mutmut_63": (
         '-    exact = (f.type, base) in {("BIGINT", "BIGINT"), ("DOUBLE", "DOUBLE"), ("BOOLEAN", "BOOLEAN"), ("JSON", '
         '"JSON")} or (\n'
         '+    exact = (f.type, base) in {("BIGINT", "BIGINT"), ("DOUBLE", "DOUBLE"), ("BOOLEAN", "BOOLEAN"), ("JSON", '
@@ -521,18 +528,20 @@ def check_applicable(copy: Path, folder: str) -> None:
         apply_change((copy / change.file).read_text(), change)
 
 
+def function_of(mutant: str) -> str:
+    """The mutated function of a mutant's name (``module.x_function`` without ``__mutmut_N``)."""
+    return mutant.rsplit("__mutmut_", 1)[0]
+
+
 def mark_equivalents(records: list[dict]) -> None:
-    """Set the status of each surviving mutant listed in ``EQUIVALENT`` with the same change to
-    ``equivalent``; warn about a listed survivor whose change is another one now."""
+    """Set the status of each surviving mutant whose function and change are those of an entry
+    of ``EQUIVALENT`` to ``equivalent``. The match ignores the mutant's number: mutmut numbers
+    a function's mutants anew whenever any line of it changes."""
+    listed = {(function_of(name), change): why for name, (change, why) in EQUIVALENT.items()}
     for record in records:
-        listed = EQUIVALENT.get(record["name"])
-        if listed is None or record["status"] in KILLED:
-            continue
-        if record.get("diff", "").strip() == listed[0]:
-            record["status"], record["why"] = "equivalent", listed[1]
-        else:
-            print(f"  {record['name']} is listed as equivalent, but its change is now:\n    {record.get('diff')}",
-                  flush=True)
+        why = listed.get((function_of(record["name"]), record.get("diff", "").strip()))
+        if why is not None and record["status"] not in KILLED:
+            record["status"], record["why"] = "equivalent", why
 
 
 def summarize(records: list[dict], folders: list[str], population: dict[str, int]) -> list[dict]:
