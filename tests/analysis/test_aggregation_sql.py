@@ -240,3 +240,20 @@ def test_an_outcome_judged_after_its_assignment_day_enters_on_its_own_day():
     got = run(warehouse(rows, EXPERIMENTS), METRICS, BOUNDS, T0 + dt.timedelta(days=5)).sort("day")
     by_day = {r["day"]: (r["n"], r["sum_v"]) for r in got.iter_rows(named=True)}
     assert by_day == {T0.date(): (1, pytest.approx(30.0)), (T0 + dt.timedelta(days=3)).date(): (2, pytest.approx(70.0))}
+
+
+def test_an_outcome_recorded_after_the_look_is_not_in_it_on_either_path():
+    # as of the end of night 2: a1 (one outcome, night 0) counts; "after" is assigned on night
+    # 1 and judged on night 3 (one outcome, after the end); r1 is judged 20 on night 0 and
+    # corrected to 30 on night 3 (a revised session). Nothing recorded after the end enters:
+    # the output has no day after night 2 and r1 stays at 20, so the control arm reads
+    # n = 2, sum 50 on its last day.
+    rows = [session("s", "control", "a1", "a1", 0, 1, 30.0, "time_minutes"),
+            session("s", "control", "after", "after", 1, 2, 40.0, "time_minutes", recorded_day=3),
+            session("s", "control", "r1", "r1", 0, 3, 30.0, "time_minutes", recorded_day=3)]
+    versions = [version("r1", 0, 20.0, "time_minutes", "1"), version("r1", 3, 30.0, "time_minutes", "2")]
+    end = T0 + dt.timedelta(days=3)  # the end of night 2
+    got = run(warehouse(rows, EXPERIMENTS, versions), METRICS, BOUNDS, end).sort("day")
+    assert got.get_column("day").max() < end.date()
+    last = got.filter(pl.col("arm") == "control").row(-1, named=True)
+    assert (last["n"], last["sum_v"]) == (2, pytest.approx(50.0))

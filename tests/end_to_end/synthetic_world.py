@@ -6,10 +6,13 @@ Everything that the older fixtures keep the same is varied here, each on purpose
   ``variant_b, baseline, variant_a`` and landed in the order ``variant_a, variant_b,
   baseline``; the control arm is ``baseline``; the registered expected verified share is 0.8
   and one session in five has only a self-report (not authoritative), so the verified share
-  is 0.8; every verified session has three authoritative outcomes (evaluator version 1, then
-  version 2, which wins, then a version 3 whose score is NaN and which is quarantined) and a
-  later self-report that says the opposite; ``time_minutes`` is null on one outcome in three
-  and ``tokens`` is NaN on quarantined rows only.
+  is 0.8; four verified sessions in seven have three authoritative outcomes (evaluator version
+  1, then version 2, which wins, then a version 3 whose score is NaN and which is quarantined),
+  the others only versions 2 and 3 (the aggregation reads a session with one staged
+  authoritative outcome and a revised one by two paths), and each has a later self-report that
+  says the opposite; ``time_minutes`` is null on one outcome in three and ``tokens`` is NaN on
+  quarantined rows only; one session in four is judged the day after its assignment. Nulls and
+  next-day judgements fall on both kinds of session.
 - ``exp-users``: user-randomized, control arm ``incumbent`` registered second; 20 users per arm,
   but treatment users have three sessions each and control users one, so a sample-ratio test
   on sessions would fire (60 against 20) while users are balanced.
@@ -164,7 +167,8 @@ def build_world() -> World:
                 continue
             time_minutes = None if i % 3 == 0 else float(10 + i % 7)
             judged = day + dt.timedelta(days=1 if i % 4 == 1 else 0)  # some sessions are judged the next day
-            _outcome(world, judged, sid, 300 + i, not success, "1", time_minutes=99.0)  # superseded by version 2
+            if i % 7 < 4:  # a revised session: version 1 first, superseded by version 2
+                _outcome(world, judged, sid, 300 + i, not success, "1", time_minutes=99.0)
             _outcome(world, judged, sid, 400 + i, success, "2", time_minutes=time_minutes, tokens=None if i % 2 else 800.0)
             # a later authoritative version with a NaN score: quarantined (not_finite), so version 2 stays
             _outcome(world, judged, sid, 500 + i, not success, "3", time_minutes=1.0, tokens=math.nan, score=math.nan)
