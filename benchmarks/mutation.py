@@ -241,6 +241,21 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+                       np.asarray(res.ci_high, float).reshape(size), np.asarray(res.pvalue, float).reshape(None),",
         "ndarray.reshape(None) keeps the shape, and the p-values already have the arms' shape",
     ),
+    "zcl_assets.stats.binary.x_miettinen_nurminen__mutmut_36": (
+        "-    x1, n1, x2, n2 = safe(x_t, 0.0), safe(n_t, 1.0), safe(x_c, 0.0), safe(n_c, 1.0)\n"
+        "+    x1, n1, x2, n2 = safe(x_t, 1.0), safe(n_t, 1.0), safe(x_c, 0.0), safe(n_c, 1.0)",
+        "the placeholder x of an undefined table; every result of such a table is set to NaN by the same mask",
+    ),
+    "zcl_assets.stats.binary.x_miettinen_nurminen__mutmut_41": (
+        "-    x1, n1, x2, n2 = safe(x_t, 0.0), safe(n_t, 1.0), safe(x_c, 0.0), safe(n_c, 1.0)\n"
+        "+    x1, n1, x2, n2 = safe(x_t, 0.0), safe(n_t, 2.0), safe(x_c, 0.0), safe(n_c, 1.0)",
+        "the placeholder n of an undefined table; every result of such a table is set to NaN by the same mask",
+    ),
+    "zcl_assets.stats.binary.x_miettinen_nurminen__mutmut_46": (
+        "-    x1, n1, x2, n2 = safe(x_t, 0.0), safe(n_t, 1.0), safe(x_c, 0.0), safe(n_c, 1.0)\n"
+        "+    x1, n1, x2, n2 = safe(x_t, 0.0), safe(n_t, 1.0), safe(x_c, 1.0), safe(n_c, 1.0)",
+        "the placeholder x of an undefined table; every result of such a table is set to NaN by the same mask",
+    ),
     "zcl_assets.stats.binary.x_miettinen_nurminen__mutmut_51": (
         "-    x1, n1, x2, n2 = safe(x_t, 0.0), safe(n_t, 1.0), safe(x_c, 0.0), safe(n_c, 1.0)\n"
         "+    x1, n1, x2, n2 = safe(x_t, 0.0), safe(n_t, 1.0), safe(x_c, 0.0), safe(n_c, 2.0)",
