@@ -164,6 +164,16 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "the text is SQL only (the typed value of a field whose column has another type), and SQL keywords are "
         "case-insensitive: null is NULL",
     ),
+    "zcl_assets.stats.continuous.x_welch__mutmut_164": (
+        "-        np.where(ok, mean_t, 0.0), np.sqrt(vt), nt, np.where(ok, mean_c, 0.0), np.sqrt(vc), nc, equal_var=False\n"
+        "+        np.where(ok, mean_t, 1.0), np.sqrt(vt), nt, np.where(ok, mean_c, 0.0), np.sqrt(vc), nc, equal_var=False",
+        "the placeholder mean of an undefined comparison passed to scipy; its p-value is set to NaN by the same mask",
+    ),
+    "zcl_assets.stats.continuous.x_welch__mutmut_172": (
+        "-        np.where(ok, mean_t, 0.0), np.sqrt(vt), nt, np.where(ok, mean_c, 0.0), np.sqrt(vc), nc, equal_var=False\n"
+        "+        np.where(ok, mean_t, 0.0), np.sqrt(vt), nt, np.where(ok, mean_c, 1.0), np.sqrt(vc), nc, equal_var=False",
+        "the placeholder mean of an undefined comparison passed to scipy; its p-value is set to NaN by the same mask",
+    ),
     "zcl_assets.stats.continuous.x_welch__mutmut_216": (
         "-        ci_high=out(np.where(ok, diff + half, nan)),\n+        ci_high=out(np.where(ok, diff + half, None)),",
         "out() casts to float64, which reads None as NaN",

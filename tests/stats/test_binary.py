@@ -281,3 +281,30 @@ def test_fisher_grid_agrees_with_scipy_table_by_table_when_supports_differ_in_wi
             want = _scipy_fisher([[a, b - a], [c, d - c]], alpha)
             got = (grid.pvalue[i], grid.odds_ratio[i], grid.ci_low[i], grid.ci_high[i])
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=0, err_msg=f"table {tables[i]}, alpha {alpha}")
+
+
+@pytest.mark.parametrize("shape", ["concave", "convex"])
+def test_the_illinois_step_halves_the_kept_end_whichever_end_is_kept(shape):
+    # Regula falsi on a concave decreasing function keeps moving the left end and stalls on the
+    # right one (on a convex one, the reverse); Illinois halves the kept end's value after two
+    # moves alike (Dowell and Jarratt 1971), so each takes about a dozen steps, where bisection
+    # needs log2(7 / 1e-13) = 46. Roots by hand: f(x) = 1 - exp(x - r) and exp(r - x) - 1 are 0 at r.
+    from zcl_assets.stats.binary import _illinois
+
+    roots = np.array([0.3, -1.0, 2.0])
+    if shape == "concave":
+        def f(x, i):
+            return 1.0 - np.exp(x - roots[i])
+    else:
+        def f(x, i):
+            return np.exp(roots[i] - x) - 1.0
+    steps = []
+
+    def counted(x, i):
+        steps.append(x.size)
+        return f(x, i)
+
+    a, b = roots - 3.0, roots + 4.0
+    x = _illinois(counted, a, b, f(a, np.arange(3)), f(b, np.arange(3)))
+    assert x == pytest.approx(roots, abs=1e-9)
+    assert len(steps) <= 16

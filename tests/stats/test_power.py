@@ -196,3 +196,10 @@ def test_the_plan_reports_the_design_it_was_made_with():
     p = planned_sample(0.5, 0.1, 0.05, 0.8, 10, inflation=1.5, design_effect=1.2, verified_share=0.8)
     assert (float(p.verified_share), float(p.design_effect), float(p.inflation)) == (0.8, 1.2, 1.5)
     assert float(p.n_plan) == math.ceil(1.5 * 1.2 * float(n_fixed(0.5, 0.1, 0.05, 0.8)) / 0.8)
+
+
+def test_an_allocation_ratio_that_is_not_positive_gives_no_sample():
+    # r = 0 puts no unit in treatment: no sample size reaches the power (the docstring: r > 0)
+    for ratio in (0.0, -1.0, np.inf, np.nan):
+        assert np.isnan(n_fixed(0.3, 0.05, 0.05, 0.8, ratio))
+        assert np.isnan(n_fixed(10.0, 2.0, 0.05, 0.8, ratio, baseline_sd=5.0, metric="continuous"))

@@ -109,3 +109,25 @@ def test_the_prior_concentration_tuned_at_a_planned_sample_by_its_formula():
     two = -2 * np.log(0.01)
     assert float(tuned_concentration(10000.0, 0.01)) == pytest.approx(10000.0 / (two + np.log(1 + two)) - 1, rel=1e-12)
     assert float(tuned_concentration(5.0, 0.01)) == 1.0  # a tiny plan: the floor
+
+
+def test_shares_per_row_are_each_rows_own_plan():
+    # one row per experiment, each with its own allocation (shape (2, 3) like the counts):
+    # every row against scipy.stats.chisquare with that row's expected counts
+    counts = np.array([[230.0, 480.0, 290.0], [100.0, 100.0, 100.0]])
+    shares = np.array([[1.0, 2.0, 1.0], [0.2, 0.5, 0.3]])
+    res = srm_chisquare(counts, shares)
+    for row, c, s in zip(range(2), counts, shares):
+        ref = stats.chisquare(c, c.sum() * s / s.sum())
+        assert (res.statistic[row], res.pvalue[row]) == (pytest.approx(ref.statistic), pytest.approx(ref.pvalue))
+    with pytest.raises(ValueError, match="^shares must have last dimension 3$"):
+        srm_chisquare(counts, shares[:, :2])
+
+
+def test_a_plan_of_at_most_one_unit_takes_the_floor_not_the_fallback():
+    # c = n* / (...) - 1 is below the floor 1 for any n* in (0, 1]: the floor, not the fallback
+    # of 100 kept for unknown plans
+    from zcl_assets.stats.srm import DEFAULT_PRIOR_CONCENTRATION, tuned_concentration
+
+    assert tuned_concentration([0.5, 1.0], 0.01).tolist() == [1.0, 1.0]
+    assert tuned_concentration([0.0, np.nan, np.inf], 0.01).tolist() == [DEFAULT_PRIOR_CONCENTRATION] * 3
