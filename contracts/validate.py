@@ -260,8 +260,6 @@ def candidate_select(contract: TableContract, source: Source) -> str:
         value = sql.typed
         if f.default is not None:
             value = f"CASE WHEN NOT {sql.present} THEN {sql_literal(f.default)} ELSE {value} END"
-            if f.type == "JSON":
-                value = f"CAST({value} AS JSON)"
         typed_columns.append(f"CAST({value} AS {f.type}) AS {quote_identifier('__t_' + f.name)}")
     broken = " OR ".join(f"coalesce({cond}, false)" for _, cond, _ in conditions)
     rule_case = " ".join(f"WHEN coalesce({cond}, false) THEN {sql_literal(rule)}" for rule, cond, _ in conditions)

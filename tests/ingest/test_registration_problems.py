@@ -47,6 +47,12 @@ def arms(*pairs):
      [("bad_allocation", "allocations must be positive numbers summing to 1, or all null (unknown), got [None, 1.0]")]),
     ((arms(("a", True), ("b", 0.0)), "a", None, None),
      [("bad_allocation", "allocations must be positive numbers summing to 1, or all null (unknown), got [True, 0.0]")]),
+    # JSON numbers that are not finite (Python's json module reads NaN and Infinity) are not numbers
+    (('[{"name": "a", "payload": {}, "allocation": NaN}, {"name": "b", "payload": {}, "allocation": 0.5}]', "a", None, None),
+     [("bad_allocation", "allocations must be positive numbers summing to 1, or all null (unknown), got [nan, 0.5]")]),
+    ((ARMS, "control", '[{"metric": "tokens", "direction": "decrease", "margin": Infinity}]', None),
+     [("bad_guardrails", GUARD_MSG + '[{"metric": "tokens", "direction": "decrease", "margin": Infinity}]')]),
+    ((ARMS, "control", None, '{"tokens": Infinity}'), [("bad_metric_caps", CAPS_MSG + '{"tokens": Infinity}')]),
     # the control arm must be one of the arms (none given: nothing to check here)
     ((ARMS, "baseline", None, None),
      [("unknown_control_arm", "control_arm 'baseline' is not one of the arms ['control', 'treatment']")]),

@@ -58,6 +58,10 @@ def test_rule2_burn_in_days():
 def test_rule2_burn_in_minimum_sample():
     label, reason = one(0.1, 0.2, n_t=99)
     assert label == CONTINUE and "minimum sample" in reason
+    assert one(0.1, 0.2, n_c=99)[0] == CONTINUE
+    # exactly the minimum in either arm is enough (DESIGN rule 2: "fewer units than the minimum sample")
+    assert one(0.1, 0.2, n_t=100)[0] == ADOPT and one(0.1, 0.2, n_c=100)[0] == ADOPT
+    assert one(0.1, 0.2, n_t=100, n_c=100)[0] == ADOPT
 
 
 def test_rule2_burn_in_binary_counts():

@@ -1,0 +1,47 @@
+"""The SQL that ``contracts.validate.candidate_select`` generates for typed (Parquet) columns.
+
+A column already of its field's type (or a widening that cannot fail) is read as it is, and
+no ``bad_type`` check is generated for it: at ten million rows each check is one predicate
+more per row and field. A column that must be parsed or narrowed gets the check.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from contracts.schema import Field, TableContract
+from contracts.validate import Source, candidate_select
+
+FIELD_TYPES = ("VARCHAR", "BIGINT", "DOUBLE", "BOOLEAN", "JSON")
+
+
+def _bad_type_checks(column_types: dict[str, str]) -> set[str]:
+    """The field types whose value gets a bad_type check, one field per type plus the event time."""
+    fields = tuple(Field(f"f_{t.lower()}", t) for t in FIELD_TYPES) + (Field("at", "TIMESTAMPTZ"),)
+    contract = TableContract("t", "at", fields, ("f_varchar",))
+    columns = tuple((f.name, column_types[f.type]) for f in fields)
+    sql = candidate_select(contract, Source("native", "rel", columns))
+    return {t for t in (*FIELD_TYPES, "TIMESTAMPTZ") if f"is not a valid {t}'" in sql}
+
+
+@pytest.mark.parametrize("timestamp", ["TIMESTAMP WITH TIME ZONE", "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS",
+                                       "TIMESTAMP_NS"])
+def test_columns_of_their_fields_types_get_no_bad_type_check(timestamp):
+    same = {t: t for t in FIELD_TYPES} | {"TIMESTAMPTZ": timestamp}
+    assert _bad_type_checks(same) == set()
+
+
+@pytest.mark.parametrize("integer", ["TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER",
+                                     "UBIGINT", "HUGEINT", "FLOAT", "DOUBLE"])
+def test_a_double_field_reads_any_number_column_without_a_check(integer):
+    columns = {t: t for t in FIELD_TYPES} | {"TIMESTAMPTZ": "TIMESTAMP WITH TIME ZONE", "DOUBLE": integer}
+    assert _bad_type_checks(columns) == set()
+
+
+def test_columns_that_must_be_parsed_or_narrowed_get_the_check():
+    # text everywhere: every typed field parses it (a text field needs nothing); a BIGINT field
+    # from a DOUBLE column must be whole; JSON from a list column is converted
+    text = {t: "VARCHAR" for t in (*FIELD_TYPES, "TIMESTAMPTZ")}
+    assert _bad_type_checks(text) == {"BIGINT", "DOUBLE", "BOOLEAN", "JSON", "TIMESTAMPTZ"}
+    narrowed = {t: t for t in FIELD_TYPES} | {"TIMESTAMPTZ": "TIMESTAMP", "BIGINT": "DOUBLE", "JSON": "VARCHAR[]"}
+    assert _bad_type_checks(narrowed) == {"BIGINT", "JSON"}
