@@ -196,6 +196,25 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "a relation without columns never has rows to quarantine: DuckDB refuses a Parquet file without "
         "columns (it becomes one unreadable_file row of the json shape) and a CSV without columns has no cells",
     ),
+    "zcl_assets.stats.meta.x_hksj_random_effects__mutmut_42": (
+        '-    nan = float("nan")\n+    nan = float("NAN")',
+        "Python's float() reads nan in any case",
+    ),
+    "contracts.validate.x__native_field__mutmut_19": (
+        '-        return _FieldSql("NULL", "false", "NULL")\n+        return _FieldSql("NULL", "FALSE", "NULL")',
+        "the text is SQL only, and SQL keywords are case-insensitive",
+    ),
+    "contracts.validate.x__prepared_relation__mutmut_16": (
+        '-        "list_transform(v, lambda x: json_type(x)) AS jt FROM ("\n'
+        '+        "list_transform(v, lambda x: json_type(x)) as jt from ("',
+        "SQL keywords are case-insensitive",
+    ),
+    "contracts.validate.x__qualify__mutmut_7": (
+        "-    names = sorted(contract.field_names, key=len, reverse=True)\n"
+        "+    names = sorted(contract.field_names, key=len, )",
+        "field names are words, which the pattern's look-behind and look-ahead already keep whole: a shorter "
+        "name tried first cannot match inside a longer one, so the order of the alternatives never changes a match",
+    ),
     "contracts.validate.x_candidate_select__mutmut_22": (
         '-        conditions.append(("unreadable_file", "src.__error IS NOT NULL AND NOT src.__encoding_error", '
         '"src.__error"))\n'

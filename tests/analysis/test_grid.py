@@ -90,3 +90,6 @@ def test_epoch_starts_and_running_sums_restart_at_a_reopen():
     assert g.epoch_start().tolist() == [[0, 0, 2, 2], [0, 1, 1, 1]]
     run = g.within_epoch(np.add, np.ones((2, 4)), 0.0)
     assert run.tolist() == [[1.0, 2.0, 1.0, 2.0], [0.0, 1.0, 2.0, 3.0]]
+    # counts given as integers come back as floats (the running figures of the look are floats)
+    counted = g.within_epoch(np.add, np.ones((2, 4), dtype=np.int64), 0)
+    assert counted.dtype == np.float64 and counted.tolist() == run.tolist()

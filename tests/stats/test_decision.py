@@ -72,6 +72,14 @@ def test_rule2_burn_in_binary_counts():
     assert one(0.1, 0.2, **counts)[0] == ADOPT
 
 
+def test_binary_counts_of_several_comparisons_decide_each_one():
+    # every other input is one value; the counts are per comparison, so the decisions are too:
+    # the second comparison's control has 9 failures (below 10), the others 10 and 40
+    d = decide(0.1, 0.2, **BASE, successes_t=[50, 50, 50], failures_t=[50, 50, 50], successes_c=[50, 50, 50],
+               failures_c=[10, 9, 40])
+    assert [str(x) for x in d.label] == [ADOPT, CONTINUE, ADOPT]
+
+
 def test_rule2_beats_reject_and_rule1_beats_rule2():
     assert one(-0.2, -0.1, days_since_first_assignment=3)[0] == CONTINUE
     assert one(-0.2, -0.1, days_since_first_assignment=3, srm_fired=True)[0] == INVALID

@@ -131,3 +131,14 @@ def test_a_plan_of_at_most_one_unit_takes_the_floor_not_the_fallback():
 
     assert tuned_concentration([0.5, 1.0], 0.01).tolist() == [1.0, 1.0]
     assert tuned_concentration([0.0, np.nan, np.inf], 0.01).tolist() == [DEFAULT_PRIOR_CONCENTRATION] * 3
+
+
+def test_the_constancy_test_names_each_bad_argument():
+    looks = np.array([[10.0, 10.0], [20.0, 25.0]])
+    for counts in ([10.0, 10.0], [[1.0], [2.0]]):  # one look only; one arm only
+        with pytest.raises(ValueError, match=r"^counts must have shape \(\.\.\., looks, k\) with k >= 2$"):
+            srm_constancy(counts)
+    with pytest.raises(ValueError, match="^window must be a positive integer, got 0$"):
+        srm_constancy(looks, window=0)
+    with pytest.raises(ValueError, match="^looks_axis must not be the arm axis$"):
+        srm_constancy(looks, looks_axis=1)

@@ -148,7 +148,8 @@ def _pool(values: dict[str, np.ndarray], first: np.ndarray, group: np.ndarray) -
                                        ("n", "sum_v", "successes", "observations", "sum_y", "sum_m"))
     with np.errstate(invalid="ignore", divide="ignore"):
         safe = np.where(n > 0, n, 1)
-        mean_v, mean_y, mean_m = (np.where(n_sum > 0, s / np.where(n_sum > 0, n_sum, 1), 0.0) for s in (s_v, s_y, s_m))
+        # a stratum-less group (n_sum = 0) has sums 0, so its mean is 0 (and weighs n = 0 below)
+        mean_v, mean_y, mean_m = (s / np.where(n_sum > 0, n_sum, 1) for s in (s_v, s_y, s_m))
         dv = np.where(n > 0, z["sum_v"] / safe, 0.0) - mean_v[group]
         dy = np.where(n > 0, z["sum_y"] / safe, 0.0) - mean_y[group]
         dm = np.where(n > 0, z["sum_m"] / safe, 0.0) - mean_m[group]

@@ -178,7 +178,10 @@ class Grid:
         return out
 
     def within_epoch(self, ufunc: np.ufunc, values: np.ndarray, identity: float) -> np.ndarray:
-        """Running ``ufunc`` along nights, restarting at each epoch (``[E, D, ...]`` arrays)."""
+        """Running ``ufunc`` along nights, restarting at each epoch (``[E, D, ...]`` arrays).
+
+        Returns a float64 array of ``values``' shape; ``identity`` fills what no epoch covers.
+        """
         epoch = self.epoch.reshape(self.epoch.shape + (1,) * (values.ndim - 2))
         out = np.full(values.shape, identity, dtype=float)
         for ep in range(int(self.epoch.max()) + 1 if self.epoch.size else 0):
