@@ -215,6 +215,13 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "field names are words, which the pattern's look-behind and look-ahead already keep whole: a shorter "
         "name tried first cannot match inside a longer one, so the order of the alternatives never changes a match",
     ),
+    "contracts.validate.x__domain_rules__mutmut_49": (
+        '-            cond = f"isfinite({x}) AND {x} {op} {sql_literal(bound)}" if f.type == "DOUBLE" else '
+        'f"{x} {op} {sql_literal(bound)}"\n'
+        '+            cond = f"isfinite({x}) AND {x} {op} {sql_literal(bound)}" if (f.type == "DOUBLE") or True else '
+        'f"{x} {op} {sql_literal(bound)}"',
+        "the bounds of a field that is not DOUBLE then also ask isfinite() of an integer, which is always true",
+    ),
     "contracts.validate.x_candidate_select__mutmut_22": (
         '-        conditions.append(("unreadable_file", "src.__error IS NOT NULL AND NOT src.__encoding_error", '
         '"src.__error"))\n'

@@ -55,7 +55,9 @@ def test_a_registration_beyond_k_concurrent_is_refused_and_quarantined_with_a_re
     r = q.row(0, named=True)
     assert (r["source_table"], r["stage"], r["rule"], r["source_row"]) == ("experiments", "registration",
                                                                            "alpha_slots_exhausted", 5)
-    assert "K = 4" in r["reason"] and json.loads(r["record"]) == {"experiment_id": "x4"}
+    assert r["reason"] == ("organization org and task type bugfix already have 4 live experiments (K = 4 alpha "
+                           "slots); the registration is refused and every look of it is invalid")
+    assert json.loads(r["record"]) == {"experiment_id": "x4"}
     # the quarantine table keeps its shape: these are exactly its columns but the timestamp
     assert q.columns == ["source_table", "partition_day", "source_file", "source_row", "stage", "rule", "reason", "record"]
 
