@@ -222,6 +222,40 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         'f"{x} {op} {sql_literal(bound)}"',
         "the bounds of a field that is not DOUBLE then also ask isfinite() of an integer, which is always true",
     ),
+    "contracts.validate.x_candidate_select__mutmut_31": (
+        "-        conditions.append((\"invalid_encoding\", \"src.__error IS NOT NULL AND src.__encoding_error\", \"src.__error\"))\n"
+        "+        conditions.append((\"invalid_encoding\", \"SRC.__ERROR IS NOT NULL AND SRC.__ENCODING_ERROR\", \"src.__error\"))",
+        "DuckDB resolves identifiers case-insensitively, and SQL keywords are case-insensitive",
+    ),
+    "contracts.validate.x_check_records__mutmut_24": (
+        "-                              {\"t\": times}).fetchone()\n"
+        "+                              {\"T\": times}).fetchone()",
+        "DuckDB matches named parameters case-insensitively",
+    ),
+    "contracts.validate.x_check_records__mutmut_83": (
+        "-        con.execute(\"SET TimeZone = 'UTC'\")\n"
+        "+        con.execute(\"SET TIMEZONE = 'UTC'\")",
+        "DuckDB's setting names are case-insensitive",
+    ),
+    "zcl_assets.analysis.design.x_comparisons__mutmut_270": (
+        "-        pl.lit(None, dtype=pl.Float64).alias(\"margin\"),",
+        "the frames are stacked with how=\"diagonal_relaxed\", which fills a missing column with nulls of the others' type (Float64)",
+    ),
+    "zcl_assets.analysis.design.x_comparisons__mutmut_533": (
+        "-        pl.lit(-1, dtype=pl.Int64).alias(\"guardrail_order\"),\n"
+        "+        pl.lit(-1, ).alias(\"guardrail_order\"),",
+        "the frames are stacked with how=\"diagonal_relaxed\", which gives the column the common type Int64",
+    ),
+    "zcl_assets.analysis.look.x_nights__mutmut_235": (
+        "-                                           strategy=\"backward\", allow_exact_matches=False, check_sortedness=False)\n"
+        "+                                           strategy=\"backward\", allow_exact_matches=False, check_sortedness=True)",
+        "both frames are sorted on their join keys just before, so the check passes and the join is the same",
+    ),
+    "zcl_assets.stats.decision.x_decide__mutmut_169": (
+        "-    reason = np.full(shape, \"\", dtype=object)\n"
+        "+    reason = np.full(shape, None, dtype=object)",
+        "the last rule assigns continue with its reason to every comparison not yet decided, so no initial reason is ever returned",
+    ),
     "contracts.validate.x_candidate_select__mutmut_22": (
         '-        conditions.append(("unreadable_file", "src.__error IS NOT NULL AND NOT src.__encoding_error", '
         '"src.__error"))\n'

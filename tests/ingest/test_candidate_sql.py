@@ -45,3 +45,25 @@ def test_columns_that_must_be_parsed_or_narrowed_get_the_check():
     assert _bad_type_checks(text) == {"BIGINT", "DOUBLE", "BOOLEAN", "JSON", "TIMESTAMPTZ"}
     narrowed = {t: t for t in FIELD_TYPES} | {"TIMESTAMPTZ": "TIMESTAMP", "BIGINT": "DOUBLE", "JSON": "VARCHAR[]"}
     assert _bad_type_checks(narrowed) == {"BIGINT", "JSON"}
+
+
+@pytest.mark.parametrize("shape, fits, misfits", [
+    ("list", ['[]', '[1, "a"]'], ['{}', '"a"', '3']),
+    ("object", ['{}', '{"a": [1]}'], ['[]', '"a"']),
+    ("list_of_text", ['[]', '["a", "b"]'], ['[1]', '["a", 2]', '{}']),
+    ("list_of_objects", ['[]', '[{"a": 1}]'], ['[1]', '[{"a": 1}, "b"]', '{}']),
+])
+def test_every_json_shape_a_field_may_declare_is_checked(shape, fits, misfits):
+    # the bad_shape condition of a JSON field of each shape, evaluated by DuckDB on values that
+    # fit it and values that do not (the shapes are listed in contracts.schema.JSON_SHAPES)
+    import duckdb
+
+    from contracts.schema import JSON_SHAPES
+    from contracts.validate import _domain_rules
+
+    assert shape in JSON_SHAPES
+    (rule, condition, _), = _domain_rules(Field("f", "JSON", json_shape=shape))
+    con = duckdb.connect()
+    broken = [con.execute(f'SELECT {condition} FROM (SELECT CAST(? AS JSON) AS "__t_f") src', [v]).fetchone()[0]
+              for v in fits + misfits]
+    assert rule == "bad_shape" and broken == [False] * len(fits) + [True] * len(misfits)

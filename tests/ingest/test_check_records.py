@@ -57,3 +57,11 @@ def test_a_value_with_a_colon_stays_in_its_reason():
 def test_a_value_that_is_not_finite_is_named_with_its_value():
     assert check_records("outcomes", [dict(OUTCOME, score=float("nan")), dict(OUTCOME, tokens=float("inf"))]) == [
         [("not_finite", "score=nan is not finite")], [("not_finite", "tokens=inf is not finite")]]
+
+
+def test_every_problem_of_one_record_is_listed_apart():
+    # two rules broken by one outcome: each comes back as its own (rule, reason), in rule order
+    assert check_records("outcomes", [dict(OUTCOME, evaluator_kind="robot", success=1)]) == [[
+        ("bad_type", "success=1 is not a valid BOOLEAN"),
+        ("not_allowed", "evaluator_kind=robot is not one of evaluator, human, self_report, heuristic"),
+    ]]

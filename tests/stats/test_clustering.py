@@ -137,10 +137,9 @@ def test_design_effect():
     assert design_effect(1, 0.3) == 1.0
     np.testing.assert_allclose(design_effect([2, 3], [0.1, 0.2]), [1.1, 1.4])
     assert np.isnan(design_effect(np.nan, 0.1))
-    with pytest.raises(ValueError):
-        design_effect(0.5, 0.1)
-    with pytest.raises(ValueError):
-        design_effect(5, 1.5)
+    for bad in ((0.5, 0.1, 0.0), (5, 1.5, 0.0), (5, -0.1, 0.0), (5, 0.1, -0.5)):
+        with pytest.raises(ValueError, match=r"^need mean_cluster_size >= 1, 0 <= icc <= 1, cv >= 0$"):
+            design_effect(*bad[:2], cv=bad[2])
 
 
 def test_cr2_with_exactly_three_clusters():

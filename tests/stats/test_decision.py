@@ -39,7 +39,24 @@ def test_labels_are_the_design_strings():
                                   "contract_violations_exceeded", "already_invalid"])
 def test_rule1_invalid_flags_win_over_everything(flag):
     label, reason = one(0.1, 0.2, **{flag: True})  # would otherwise be adopt
-    assert label == INVALID and reason
+    assert label == INVALID and reason == INVALID_REASONS[flag]
+
+
+# the reason each invalid flag gives, as the report shows it
+INVALID_REASONS = {
+    "srm_fired": "sequential SRM fired",
+    "baseline_drift": "control context digest drifted",
+    "outcome_imbalance": "verified outcomes imbalanced between arms",
+    "contract_violations_exceeded": "contract violations exceed threshold",
+    "already_invalid": "invalid since an earlier look (no reopen event)",
+}
+
+
+def test_guardrail_intervals_must_come_whole():
+    for half in (dict(guardrail_ci_low=[-0.1]), dict(guardrail_ci_high=[0.1]),
+                 dict(guardrail_ci_low=[-0.1], guardrail_ci_high=[0.1])):
+        with pytest.raises(ValueError, match="^guardrails need ci_low, ci_high and margin together$"):
+            decide(0.1, 0.2, **BASE, **half)
 
 
 def test_rule1_invalid_is_sticky_until_reopen():

@@ -162,3 +162,11 @@ def test_a_missing_allocation_ratio_gives_nan_not_an_exception():
 def test_a_cs_with_an_empty_arm_is_undefined(n_t, n_c):
     cs = confidence_sequence(n_t, 0.5, 0.25, n_c, 0.5, 0.25, 0.05, 1000)
     assert np.isnan([cs.diff, cs.ci_low, cs.ci_high, cs.pvalue]).all() and cs.rho > 0
+
+
+def test_a_halfwidth_needs_a_level_strictly_between_0_and_1():
+    # alpha = 1 would give a finite width (log 1 = 0), alpha = 0 an infinite one: both undefined
+    from zcl_assets.stats.sequential import cs_halfwidth
+
+    got = cs_halfwidth(1.0, 1000.0, 0.05, [0.0, 1.0, 1.5, -0.1, 0.05])
+    assert np.isnan(got[:4]).all() and np.isfinite(got[4])
