@@ -256,6 +256,16 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+    reason = np.full(shape, None, dtype=object)",
         "the last rule assigns continue with its reason to every comparison not yet decided, so no initial reason is ever returned",
     ),
+    "contracts.validate.x_candidate_select__mutmut_25": (
+        "-        conditions.append((\"unreadable_file\", \"src.__error IS NOT NULL AND NOT src.__encoding_error\", \"src.__error\"))\n"
+        "+        conditions.append((\"unreadable_file\", \"src.__error IS NOT NULL AND NOT src.__encoding_error\", \"SRC.__ERROR\"))",
+        "DuckDB resolves identifiers case-insensitively",
+    ),
+    "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
+        "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
+        "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",
+        "a placeholder ranks after every real p-value either way (a real p of 1 has an adjusted p of 1 and is never rejected), and its own results are discarded",
+    ),
     "contracts.validate.x_candidate_select__mutmut_22": (
         '-        conditions.append(("unreadable_file", "src.__error IS NOT NULL AND NOT src.__encoding_error", '
         '"src.__error"))\n'

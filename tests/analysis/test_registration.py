@@ -249,3 +249,13 @@ def test_every_column_of_three_plans_by_hand():
                  "reachable": False,
                  "plan_reason": "baseline plus MDE not in (0, 1); the CS is tuned at 5,000 units in each comparison "
                                 "instead (GrowthBook's default tuning), and only adopt or reject can end it"}
+
+
+def test_registrations_at_the_same_instant_take_slots_in_experiment_id_order():
+    # five registrations of one family at one instant, landed in reverse order: the slots go by
+    # experiment_id (x0 to x3), so the refused one is x4 whatever the order of the rows
+    regs = [registration(f"x{i}", ["control", "treatment"], task_type="bugfix", registered_at=T0)
+            for i in reversed(range(5))]
+    plans = plan_registrations(frame(regs))
+    got = {r["experiment_id"]: (r["admitted"], r["alpha_slot"]) for r in plans.iter_rows(named=True)}
+    assert got == {"x0": (True, 1), "x1": (True, 2), "x2": (True, 3), "x3": (True, 4), "x4": (False, None)}

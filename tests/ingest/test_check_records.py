@@ -65,3 +65,7 @@ def test_every_problem_of_one_record_is_listed_apart():
         ("bad_type", "success=1 is not a valid BOOLEAN"),
         ("not_allowed", "evaluator_kind=robot is not one of evaluator, human, self_report, heuristic"),
     ]]
+
+
+def test_a_blank_text_is_named_blank():
+    assert check_records("outcomes", [dict(OUTCOME, evaluator_id="   ")]) == [[("blank", "evaluator_id is blank")]]

@@ -61,6 +61,8 @@ def arms(*pairs):
     ((ARMS, "control", '[{"metric": "tokens", "direction": "decrease", "margin": 0.5}]', None), []),
     ((ARMS, "control", '[{"metric": "tokens", "direction": "decrease", "margin": 0}]', None),
      [("bad_guardrails", GUARD_MSG + '[{"metric": "tokens", "direction": "decrease", "margin": 0}]')]),
+    ((ARMS, "control", '[{"metric": "tokens", "direction": "decrease", "margin": -2}]', None),
+     [("bad_guardrails", GUARD_MSG + '[{"metric": "tokens", "direction": "decrease", "margin": -2}]')]),
     ((ARMS, "control", '[{"metric": "tokens", "direction": "down", "margin": 1}]', None),
      [("bad_guardrails", GUARD_MSG + '[{"metric": "tokens", "direction": "down", "margin": 1}]')]),
     ((ARMS, "control", '[{"metric": "cost", "direction": "decrease", "margin": 1}]', None),

@@ -95,6 +95,10 @@ def test_binary_counts_of_several_comparisons_decide_each_one():
     d = decide(0.1, 0.2, **BASE, successes_t=[50, 50, 50], failures_t=[50, 50, 50], successes_c=[50, 50, 50],
                failures_c=[10, 9, 40])
     assert [str(x) for x in d.label] == [ADOPT, CONTINUE, ADOPT]
+    # and the other way round: one set of counts, intervals per comparison
+    d = decide([0.1, -0.2, -0.01], [0.2, -0.1, 0.01], **BASE, successes_t=50, failures_t=50, successes_c=50,
+               failures_c=40)
+    assert [str(x) for x in d.label] == [ADOPT, REJECT, CONTINUE]
 
 
 def test_rule2_beats_reject_and_rule1_beats_rule2():
