@@ -214,3 +214,28 @@ def test_a_quarantined_parquet_row_keeps_every_column_it_landed_with(tmp_path):
     kept = json.loads(record)
     assert rule == "out_of_range" and set(kept) == set(rows[1])
     assert (kept["experiment_id"], kept["mde"], kept["__note"], kept["extra"]) == ("exp-bad", -1.0, "note exp-bad", 7)
+
+
+def test_parquet_struct_and_map_columns_stage_as_json_objects(tmp_path):
+    # metric_caps (a JSON object field) written by one writer as a STRUCT column and by another
+    # as a MAP column: both stage as the object {"time_minutes": 120.0}
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    landing = tmp_path / "landing"
+    day = landing / "experiments" / "2026-10-01"
+    day.mkdir(parents=True)
+    base = pl.DataFrame([{**REGISTRATION, "arms": json.dumps(ARMS)}]).drop("metric_caps").to_arrow()
+    caps = {"struct": pa.array([{"time_minutes": 120.0}], type=pa.struct([("time_minutes", pa.float64())])),
+            "map": pa.array([[("time_minutes", 120.0)]], type=pa.map_(pa.string(), pa.float64()))}
+    for kind, column in caps.items():
+        table = base.set_column(base.schema.get_field_index("experiment_id"), "experiment_id", pa.array([f"e-{kind}"]))
+        pq.write_table(table.append_column("metric_caps", column), day / f"{kind}.parquet")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "experiments")
+        stage_table(con, "experiments")
+        assert con.execute("SELECT rule, reason FROM quarantine").fetchall() == []
+        staged = dict(con.execute("SELECT experiment_id, CAST(metric_caps AS VARCHAR) FROM staged_experiments").fetchall())
+    assert {k: json.loads(v) for k, v in staged.items()} == {"e-struct": {"time_minutes": 120.0},
+                                                            "e-map": {"time_minutes": 120.0}}
