@@ -57,6 +57,10 @@ def test_a_value_with_a_colon_stays_in_its_reason():
 def test_a_value_that_is_not_finite_is_named_with_its_value():
     assert check_records("outcomes", [dict(OUTCOME, score=float("nan")), dict(OUTCOME, tokens=float("inf"))]) == [
         [("not_finite", "score=nan is not finite")], [("not_finite", "tokens=inf is not finite")]]
+    # -inf is below time_minutes' bound of 0 too, but a value that is not finite is not_finite's
+    # alone: it is not also out of range
+    assert check_records("outcomes", [dict(OUTCOME, time_minutes=float("-inf"))]) == [
+        [("not_finite", "time_minutes=-inf is not finite")]]
 
 
 def test_every_problem_of_one_record_is_listed_apart():
