@@ -271,6 +271,21 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",
         "a placeholder ranks after every real p-value either way (a real p of 1 has an adjusted p of 1 and is never rejected), and its own results are discarded",
     ),
+    "zcl_assets.analysis.grid.xǁGridǁarm__mutmut_6": (
+        "-    if not hasattr(self, \"_arm_enum\"):\n"
+        "+    if not hasattr(self, \"XX_arm_enumXX\"):",
+        "the positions are then computed again on every call, from the same arms: a cache only",
+    ),
+    "zcl_assets.analysis.registration.x_plan_registrations__mutmut_151": (
+        "-                else pl.Series(\"experiment_id\", [], dtype=pl.String))\n"
+        "+                else pl.Series(\"experiment_id\", None, dtype=pl.String))",
+        "pl.Series(name, None, dtype=pl.String) is the same empty series",
+    ),
+    "zcl_assets.stats.clustering.x_delta_method_difference__mutmut_83": (
+        "-        statistic=out(np.where(ok, stat, nan)),\n"
+        "+        statistic=out(np.where(ok, stat, None)),",
+        "out() casts to float64, which reads None as NaN",
+    ),
     "contracts.validate.x_candidate_select__mutmut_22": (
         '-        conditions.append(("unreadable_file", "src.__error IS NOT NULL AND NOT src.__encoding_error", '
         '"src.__error"))\n'

@@ -342,7 +342,8 @@ def check_records(table: str, records: list[dict]) -> list[list[tuple[str, str]]
     # each record in the partition of its event time's UTC day, read as staging reads it (a
     # JSON string cast to TIMESTAMPTZ by DuckDB); an unreadable time gets a day of its own,
     # and its bad_type problem
-    times = [r.get(contract.event_time) if isinstance(r.get(contract.event_time), str) else None for r in records]
+    held = [json.loads(line).get(contract.event_time) for line in lines]  # as the landed line holds it
+    times = [value if isinstance(value, str) else None for value in held]
     with duckdb.connect() as con:
         con.execute("SET TimeZone = 'UTC'")
         (read,) = con.execute("SELECT list_transform(CAST($t AS VARCHAR[]), x -> CAST(TRY_CAST(x AS TIMESTAMPTZ) AS DATE))",

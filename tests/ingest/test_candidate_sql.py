@@ -67,3 +67,8 @@ def test_every_json_shape_a_field_may_declare_is_checked(shape, fits, misfits):
     broken = [con.execute(f'SELECT {condition} FROM (SELECT CAST(? AS JSON) AS "__t_f") src', [v]).fetchone()[0]
               for v in fits + misfits]
     assert rule == "bad_shape" and broken == [False] * len(fits) + [True] * len(misfits)
+
+
+def test_a_source_of_an_unknown_shape_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"^shape 'xml' is not one of \('json', 'text', 'native'\)$"):
+        Source("xml", "rel")

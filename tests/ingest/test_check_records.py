@@ -73,3 +73,11 @@ def test_every_problem_of_one_record_is_listed_apart():
 
 def test_a_blank_text_is_named_blank():
     assert check_records("outcomes", [dict(OUTCOME, evaluator_id="   ")]) == [[("blank", "evaluator_id is blank")]]
+
+
+def test_a_record_may_hold_python_datetimes():
+    # an importer may pass datetime objects: they are written as text, as staging reads them
+    import datetime as dt
+
+    at = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.timezone.utc)
+    assert check_records("outcomes", [dict(OUTCOME, recorded_at=at)]) == [[]]

@@ -203,3 +203,5 @@ def test_an_allocation_ratio_that_is_not_positive_gives_no_sample():
     for ratio in (0.0, -1.0, np.inf, np.nan):
         assert np.isnan(n_fixed(0.3, 0.05, 0.05, 0.8, ratio))
         assert np.isnan(n_fixed(10.0, 2.0, 0.05, 0.8, ratio, baseline_sd=5.0, metric="continuous"))
+        if not np.isinf(ratio):  # mde_at takes r = inf as its limit, the control arm's variance alone
+            assert np.isnan(mde_at(1000, 0.3, 0.05, 0.8, allocation_ratio=ratio))
