@@ -103,4 +103,7 @@ def test_bad_input_is_quarantined_with_its_rule(landed, instance):
     }
     with duckdb.connect(str(warehouse), read_only=True) as con:
         (reason,) = con.execute("SELECT reason FROM quarantine WHERE source_table = 'outcomes'").fetchone()
+        (moved,) = con.execute("SELECT reason FROM quarantine WHERE rule = 'wrong_partition'").fetchone()
     assert reason == "malformed_record: not a JSON object"  # no rule about fields it never had
+    # s5 is assigned on 2026-10-05 but landed in the folder of DAY
+    assert moved == "wrong_partition: assigned_at falls on 2026-10-05 UTC, not on the partition day 2026-10-02"

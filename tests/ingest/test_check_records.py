@@ -81,3 +81,11 @@ def test_a_record_may_hold_python_datetimes():
 
     at = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.timezone.utc)
     assert check_records("outcomes", [dict(OUTCOME, recorded_at=at)]) == [[]]
+
+
+def test_a_json_field_of_the_wrong_shape_says_what_it_got():
+    from tests.ingest.valid_records import VALID
+
+    registration = dict(VALID["experiments"], arms={"name": "a"})  # an object where a list belongs
+    assert check_records("experiments", [registration]) == [
+        [("bad_shape", 'arms must be a JSON list of objects, got {"name":"a"}')]]
