@@ -18,16 +18,14 @@ from __future__ import annotations
 import polars as pl
 
 from zcl_assets.analysis.metrics import (
+    BINARY_METRICS,
     BINARY_PROPORTION,
-    CATALOGUE,
     KINDS,
     RATIO_OF_SUMS,
     primary_kind_column,
     several_sessions_a_unit,
 )
 from zcl_assets.analysis.registration import decode_arms, decode_guardrails, mde_signed, unit_sd
-
-_BINARY = [name for name, spec in CATALOGUE.items() if spec.binary]
 
 
 def comparisons(
@@ -124,7 +122,7 @@ def comparisons(
         (pl.col("planned_n_per_arm") * pl.col("ratio")).ceil().alias("planned_n_treatment"),
         (pl.col("tuning_n_per_arm") * (1 + pl.col("ratio"))).alias("tuning_n_total"),
         pl.col("reachable").alias("plan_reachable"),
-        pl.col("metric").is_in(_BINARY).alias("binary_metric"),
+        pl.col("metric").is_in(BINARY_METRICS).alias("binary_metric"),
         pl.when(pl.col("metric_kind") == BINARY_PROPORTION.name).then(pl.lit("binary")).otherwise(pl.lit("continuous"))
         .alias("plan_metric"),
     ).sort("experiment_id", "role", "metric", "metric_kind", "arm_order")

@@ -76,6 +76,9 @@ CATALOGUE: dict[str, MetricSpec] = {
     )
 }
 
+BINARY_METRICS: tuple[str, ...] = tuple(name for name, spec in CATALOGUE.items() if spec.binary)
+"""The catalogue's binary metrics (one success per observation)."""
+
 
 def metric_spec(name: str) -> MetricSpec:
     """The catalogue entry of ``name``; names from aggregate exports (``metric_2``) are
@@ -327,6 +330,6 @@ def primary_kind_column(metric: pl.Expr, several: pl.Expr) -> pl.Expr:
         >>> designs.select(primary_kind_column(pl.col("metric"), several)).to_series().to_list()
         ['binary_proportion', 'continuous_mean', 'binary_proportion', 'continuous_mean']
     """
-    binary = metric.is_in([name for name, spec in CATALOGUE.items() if spec.binary])
+    binary = metric.is_in(BINARY_METRICS)
     return pl.when(binary & ~several).then(pl.lit(BINARY_PROPORTION.name)).otherwise(pl.lit(CONTINUOUS_MEAN.name))
 

@@ -32,8 +32,8 @@ import numpy as np
 import polars as pl
 
 from zcl_assets.analysis.metrics import (
+    BINARY_METRICS,
     BINARY_PROPORTION,
-    CATALOGUE,
     CONTINUOUS_MEAN,
     primary_kind_column,
     several_sessions_a_unit,
@@ -313,7 +313,7 @@ def unit_sd() -> pl.Expr:
     """The per-unit sd a plan assumes: the registered ``baseline_sd``, else ``sqrt(p (1 - p))``
     of a binary primary metric at its baseline rate p (a binary metric averaged over a user's
     sessions); null for a continuous metric without one (Float64 expression)."""
-    binary = pl.col("primary_metric").is_in([m for m, spec in CATALOGUE.items() if spec.binary])
+    binary = pl.col("primary_metric").is_in(BINARY_METRICS)
     return pl.coalesce(
         pl.col("baseline_sd"),
         pl.when(binary).then((pl.col("baseline_mean") * (1 - pl.col("baseline_mean"))).sqrt()),
