@@ -266,6 +266,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+        conditions.append((\"unreadable_file\", \"src.__error IS NOT NULL AND NOT src.__encoding_error\", \"SRC.__ERROR\"))",
         "DuckDB resolves identifiers case-insensitively",
     ),
+    "contracts.validate.x_candidate_select__mutmut_23": (
+        "-        conditions.append((\"unreadable_file\", \"src.__error IS NOT NULL AND NOT src.__encoding_error\", \"src.__error\"))\n"
+        "+        conditions.append((\"unreadable_file\", \"SRC.__ERROR IS NOT NULL AND NOT SRC.__ENCODING_ERROR\", \"src.__error\"))",
+        "DuckDB resolves identifiers case-insensitively, and SQL keywords are case-insensitive",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",

@@ -152,10 +152,10 @@ def sql_literal(value: object) -> str:
     Examples:
         >>> sql_literal("it's"), sql_literal(0.5), sql_literal(True), sql_literal(False), sql_literal(3)
         ("'it''s'", '0.5', 'true', 'false', '3')
-        >>> sql_literal(None)
+        >>> sql_literal([1])
         Traceback (most recent call last):
         ...
-        TypeError: no SQL literal for NoneType
+        TypeError: no SQL literal for list
     """
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -89,3 +89,32 @@ def test_a_json_field_of_the_wrong_shape_says_what_it_got():
     registration = dict(VALID["experiments"], arms={"name": "a"})  # an object where a list belongs
     assert check_records("experiments", [registration]) == [
         [("bad_shape", 'arms must be a JSON list of objects, got {"name":"a"}')]]
+
+
+def test_an_event_time_that_is_not_text_is_a_problem_of_its_record_alone():
+    # a JSON object or list where a time belongs: bad_type for that record, while the valid
+    # record beside it is read as before (the times are read together, as one list of text)
+    records = [OUTCOME, dict(OUTCOME, recorded_at={"day": 1}), dict(OUTCOME, recorded_at=[2026])]
+    assert check_records("outcomes", records) == [
+        [],
+        [("bad_type", 'recorded_at={"day":1} is not a valid TIMESTAMPTZ')],
+        [("bad_type", "recorded_at=[2026] is not a valid TIMESTAMPTZ")],
+    ]
+
+
+def test_each_bound_of_a_field_says_which_side_it_is_on():
+    from tests.ingest.valid_records import VALID
+
+    # from contracts/tables.py: power in [0.5, 1), mde > 0, alpha in (0, 0.5]; the values on
+    # the closed ends (power 0.5, alpha 0.5) are inside
+    e = VALID["experiments"]
+    records = [dict(e, power=0.4), dict(e, mde=0.0), dict(e, alpha=0.6), dict(e, power=1.0),
+               dict(e, power=0.5), dict(e, alpha=0.5)]
+    assert check_records("experiments", records) == [
+        [("out_of_range", "power=0.4 must be >= 0.5")],
+        [("out_of_range", "mde=0.0 must be > 0")],
+        [("out_of_range", "alpha=0.6 must be <= 0.5")],
+        [("out_of_range", "power=1.0 must be < 1")],
+        [],
+        [],
+    ]
