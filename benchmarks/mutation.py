@@ -271,6 +271,21 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+        conditions.append((\"unreadable_file\", \"SRC.__ERROR IS NOT NULL AND NOT SRC.__ENCODING_ERROR\", \"src.__error\"))",
         "DuckDB resolves identifiers case-insensitively, and SQL keywords are case-insensitive",
     ),
+    "zcl_assets.stats.power.x_mde_at__mutmut_134": (
+        "-        upper = np.broadcast_to(np.where(sgn > 0, 1 - p, p), shape)\n"
+        "+        upper = np.broadcast_to(np.where(sgn >= 0, 1 - p, p), shape)",
+        "sgn is built by np.where(direction < 0, -1.0, 1.0), so it is -1 or 1 and never 0, for which > 0 and >= 0 agree",
+    ),
+    "zcl_assets.stats.multiplicity.x_holm_steps__mutmut_6": (
+        "-    a = np.broadcast_to(as_float(alpha), p.shape).astype(float)\n"
+        "+    a = np.broadcast_to(as_float(alpha), p.shape).astype(None)",
+        "NumPy reads a None dtype as float64, and both calls return a writable float64 copy",
+    ),
+    "zcl_assets.stats.binary.x__mn_limits__mutmut_6": (
+        "-    x1, n1, x2, n2 = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (x1, n1, x2, n2))\n"
+        "+    x1, n1, x2, n2 = (np.atleast_1d(np.asarray(v, )) for v in (x1, n1, x2, n2))",
+        "its one caller, miettinen_nurminen, passes float64 arrays; integer arrays give bit-identical limits too, since every step divides into new float arrays (checked by planting)",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",

@@ -308,3 +308,37 @@ def test_the_illinois_step_halves_the_kept_end_whichever_end_is_kept(shape):
     x = _illinois(counted, a, b, f(a, np.arange(3)), f(b, np.arange(3)))
     assert x == pytest.approx(roots, abs=1e-9)
     assert len(steps) <= 16
+
+
+def test_counts_error_names_the_trials_argument():
+    # _prepare validates each arm under its own argument names
+    with pytest.raises(ValueError, match=r"^n_t must be non-negative$"):
+        miettinen_nurminen(0, -1, 1, 5)
+    with pytest.raises(ValueError, match=r"^x_t must not exceed n_t$"):
+        miettinen_nurminen(6, 5, 1, 5)
+
+
+def test_the_illinois_step_after_two_left_moves_is_the_secant_to_the_halved_right_value():
+    # Dowell and Jarratt (1971): after the left end moves twice, the next trial point is the
+    # secant through (a, f(a)) and (b, f(b) / 2), not a bisection. f(x) = 1 - exp(x) is concave
+    # decreasing on [-3, 4], so its secant points stay left of the root 0 and a moves every step.
+    # By hand: c1 = -2.87806, c2 = -2.75905, c3 = -2.53079 (the midpoint of [c2, 4] is 0.62048).
+    from zcl_assets.stats.binary import _illinois
+
+    def f(x):
+        return 1.0 - np.exp(x)
+
+    points = []
+
+    def counted(x, i):
+        points.append(float(x[0]))
+        return f(x)
+
+    a, b = -3.0, 4.0
+    _illinois(counted, np.array([a]), np.array([b]), f(np.array([a])), f(np.array([b])))
+    fb = f(b)
+    c1 = (a * fb - b * f(a)) / (fb - f(a))
+    c2 = (c1 * fb - b * f(c1)) / (fb - f(c1))
+    c3 = (c2 * fb / 2 - b * f(c2)) / (fb / 2 - f(c2))
+    assert c3 == pytest.approx(-2.53079, abs=1e-5)
+    assert points[:3] == pytest.approx([c1, c2, c3], rel=1e-12)

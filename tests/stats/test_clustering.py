@@ -192,3 +192,25 @@ def test_delta_method_mean_names_the_negative_sum(field):
     sums = {"n_users": 10, "sum_y": 5.0, "sum_y2": 30.0, "sum_m": 20, "sum_m2": 50, "sum_ym": 12.0}
     with pytest.raises(ValueError, match=f"^{field} must be non-negative$"):
         delta_method_mean(**{**sums, field: -1})
+
+
+def test_delta_method_difference_statistic_is_diff_over_se():
+    # by hand: diff = 1.0 - 0.5 = 0.5, se = sqrt(0.03 + 0.01) = 0.2, z = 2.5,
+    # p = 2 (1 - Phi(2.5)) = 2 * 0.0062097 = 0.0124193
+    from zcl_assets.stats.clustering import RatioResult
+
+    res = delta_method_difference(RatioResult(1.0, 0.03, 100.0), RatioResult(0.5, 0.01, 100.0))
+    assert res.se == pytest.approx(0.2, rel=1e-12)
+    assert res.statistic == pytest.approx(2.5, rel=1e-12)
+    assert res.pvalue == pytest.approx(0.0124193, abs=1e-7)
+
+
+def test_delta_method_keeps_a_small_real_variance_of_many_users():
+    # 10,000 users with one session each, half at 99 and half at 101: mean 100, a real
+    # per-user sd of about 1 (coefficient of variation 0.01, far above the 1e-5 noise
+    # floor of guard_variance). By hand: s_YY = (100,010,000 - 10,000 * 100^2) / 9,999
+    # = 10,000 / 9,999, s_MM = s_YM = 0, so Var(mean) = s_YY / 10,000 = 1 / 9,999.
+    n = 10_000
+    res = delta_method_mean(n, 1e6, 5000 * (99**2 + 101**2), n, n, 1e6)
+    assert res.mean == pytest.approx(100.0, rel=1e-12)
+    assert res.variance == pytest.approx(1 / 9999, rel=1e-9)

@@ -122,3 +122,8 @@ def test_welch_with_two_units_in_an_arm_is_defined_and_with_one_is_not():
     assert float(r.pvalue) == pytest.approx(stats.ttest_ind_from_stats(5.0, 1.5, 2, 3.0, 2.0, 6, equal_var=False).pvalue,
                                             rel=1e-9)
     assert np.isnan(float(welch(6, 5.0, 2.25, 1, 3.0, 4.0).pvalue))
+
+
+def test_welch_error_names_the_negative_count():
+    with pytest.raises(ValueError, match=r"^n_c must be non-negative$"):
+        welch(10, 1.0, 1.0, -1, 1.0, 1.0)

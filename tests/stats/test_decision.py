@@ -185,6 +185,12 @@ def test_nan_interval_never_decides():
     for kw in ({}, dict(n_t=1000, n_c=1000)):
         label, reason = one(np.nan, np.nan, **kw)
         assert label == CONTINUE and reason.startswith("interval undefined")
+    # one end missing is as undefined as both, in either direction (the other end alone would
+    # show a benefit: 0.1 > 0)
+    for lo, hi in ((np.nan, 0.2), (0.1, np.nan)):
+        for direction in (1, -1):
+            label, reason = one(lo * direction, hi * direction, direction=direction, n_t=1000, n_c=1000)
+            assert label == CONTINUE and reason.startswith("interval undefined")
 
 
 def test_reversed_interval_for_decrease_metric():

@@ -89,3 +89,8 @@ def test_holm_steps_of_no_comparisons_are_empty_arrays_of_their_types():
     r = holm_steps(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0))
     assert [np.asarray(f).shape for f in r] == [(0,)] * 4
     assert np.asarray(r.family_size).dtype == np.int64 and np.asarray(r[2]).dtype == bool
+
+
+def test_a_single_slot_gets_the_whole_budget():
+    # DESIGN section 6: each experiment gets alpha / K; K = 1 is a valid family of one slot
+    assert alpha_slot(0.05, 1) == 0.05

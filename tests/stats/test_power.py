@@ -205,3 +205,13 @@ def test_an_allocation_ratio_that_is_not_positive_gives_no_sample():
         assert np.isnan(n_fixed(10.0, 2.0, 0.05, 0.8, ratio, baseline_sd=5.0, metric="continuous"))
         if not np.isinf(ratio):  # mde_at takes r = inf as its limit, the control arm's variance alone
             assert np.isnan(mde_at(1000, 0.3, 0.05, 0.8, allocation_ratio=ratio))
+
+
+def test_n_fixed_takes_a_decimal_baseline():
+    # a baseline read from a DECIMAL column arrives as decimal.Decimal; it is converted, not
+    # mixed with floats. By hand (0.50 -> 0.60, alpha 0.05, power 0.80):
+    # (1.959964 + 0.841621)^2 * (0.25 + 0.24) / 0.1^2 = 7.848879 * 49 = 384.595
+    from decimal import Decimal
+
+    assert n_fixed(Decimal("0.5"), 0.1, 0.05, 0.8) == pytest.approx(384.595, abs=1e-3)
+    assert power_at(385, 0.1, Decimal("0.5"), 0.05, inflation=1) == pytest.approx(0.8, abs=1e-3)

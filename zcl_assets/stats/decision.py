@@ -172,10 +172,9 @@ def decide(
     lo = _arr(ci_low)
     hi = _arr(ci_high)
     sign = np.where(_arr(direction) < 0, -1.0, 1.0)
-    b_lo = np.minimum(sign * lo, sign * hi)  # beneficial-direction interval
+    # the beneficial-direction interval; np.minimum and np.maximum give NaN when either end is NaN
+    b_lo = np.minimum(sign * lo, sign * hi)
     b_hi = np.maximum(sign * lo, sign * hi)
-    b_lo = np.where(np.isnan(lo) | np.isnan(hi), np.nan, b_lo)
-    b_hi = np.where(np.isnan(lo) | np.isnan(hi), np.nan, b_hi)
     m = np.abs(_arr(mde))
     nt, nc = _arr(n_t), _arr(n_c)
     plan, ms = _arr(n_plan), _arr(min_samples)
