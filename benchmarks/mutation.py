@@ -286,6 +286,21 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+    x1, n1, x2, n2 = (np.atleast_1d(np.asarray(v, )) for v in (x1, n1, x2, n2))",
         "its one caller, miettinen_nurminen, passes float64 arrays; integer arrays give bit-identical limits too, since every step divides into new float arrays (checked by planting)",
     ),
+    "zcl_assets.analysis.engine.x_analyse__mutmut_806": (
+        "-    g_frame = g_frame.filter(pl.Series(guard)).sort(\"k\", \"order\").with_columns(\n"
+        "+    g_frame = g_frame.filter(pl.Series(guard)).sort(\"order\").with_columns(",
+        "the rows are then grouped by k, and polars keeps the row order within each group, so each group's guardrails come in guardrail order either way; the groups are joined back by k (checked on 40 random inputs of 2 to 3 arms and 3 guardrails)",
+    ),
+    "zcl_assets.analysis.knowledge.x_promote__mutmut_131": (
+        "-    seeds = last.select(key + [\"claim\", \"as_of\", \"record_id\", \"sequence\"]).with_columns(pl.lit(True).alias(\"seed\"))\n"
+        "+    seeds = last.select(key + [\"claim\", \"as_of\", \"record_id\", \"sequence\"]).with_columns(None)",
+        "a seed's seed flag is then null: a seed is first in its walk, so step 1 keeps it (null or true is true); step 2 may drop it, but its before column was computed before that filter, and a null flag keeps it out of the added rows as true did (checked on 3,000 random histories)",
+    ),
+    "zcl_assets.analysis.knowledge.x_promote__mutmut_187": (
+        "-    walk = walk.with_columns(pl.col(\"claim\").shift(1).over(key).alias(\"before\"))\n"
+        "+    walk = walk.with_columns(None)",
+        "the second step then reads the first step's before, as in the entry of x_promote__mutmut_196: it only asks whether a row has one, and the first step never removes a comparison's first row (checked on 3,000 random histories); at the first step the same change raises, for no before column exists",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",

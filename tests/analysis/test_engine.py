@@ -795,3 +795,45 @@ def test_a_period_without_a_centred_sum_of_squares_leaves_the_pooled_variance_un
     missing = [dict(f, m2_v=None) if (f["arm"], f["segment"]) == ("treatment", 0) else f for f in figures]
     r = pooled(missing)
     assert r["variance_treatment"] is None and r["variance_control"] == pytest.approx(both["variance_control"])
+
+
+def test_a_guardrail_row_carries_no_decision_status_or_invalid_spell_of_its_own():
+    # The decision, the guardrail status and the invalid spell belong to the primary row (the
+    # report prints a row's guardrail status after it); the drift on day 5 makes the experiment
+    # invalid from that night on.
+    guard = '[{"metric": "tokens", "direction": "decrease", "margin": 500.0}]'
+    reg = registration("g2", ["control", "treatment"], guardrails=guard, min_samples_per_arm=10)
+    figures = [binary("g2", "control", NIGHT, 5000, 2500), binary("g2", "treatment", NIGHT, 5000, 2800),
+               continuous("g2", "control", NIGHT, 5000, 15000.0, 600.0**2, metric="tokens"),
+               continuous("g2", "treatment", NIGHT, 5000, 15010.0, 600.0**2, metric="tokens")]
+    drift = [{"experiment_id": "g2", "epoch": 0, "drift_day": DAY0 + dt.timedelta(days=5)}]
+    out = look([reg], figures, NIGHT, drift=drift)
+    p, g = row(out, NIGHT, role="primary"), row(out, NIGHT, role="guardrail")
+    assert p["decision"] == "invalid" and p["invalid_since"] == DAY0 + dt.timedelta(days=5)
+    assert p["guardrail_status"].startswith("tokens: non-inferior")
+    assert {k: g[k] for k in ("decision", "decision_rule", "guardrail_status", "invalid_since", "power_at_mde")} == {
+        "decision": None, "decision_rule": None, "guardrail_status": None, "invalid_since": None, "power_at_mde": None}
+
+
+def test_the_look_does_not_depend_on_the_order_of_its_night_rows():
+    # Two strata (a declared change from 90/10 to 50/50 on day 10), figures on nights 0 and 19,
+    # the look's nights handed over in reverse order. On night 19 (Cochran 1977, weights by
+    # units, 10,000 units in each period): period 1 0.40 - 0.30 = 0.10, period 2
+    # 0.65 - 0.60 = 0.05, stratified 0.5 * 0.10 + 0.5 * 0.05 = 0.075. On night 0 only period 1
+    # has units: 40 / 100 against 270 / 900, 0.40 - 0.30 = 0.10.
+    reg = registration("rev", ["control", "treatment"], [0.9, 0.1], min_samples_per_arm=10)
+    events = [{"experiment_id": "rev", "status": "active", "at": T0 + dt.timedelta(days=10),
+               "reason": "allocation changed", "allocation": '{"control": 0.5, "treatment": 0.5}'}]
+    last = DAY0 + dt.timedelta(days=19)
+    figures = [binary("rev", "control", DAY0, 900, 270), binary("rev", "treatment", DAY0, 100, 40),
+               binary("rev", "control", last, 9000, 2700), binary("rev", "treatment", last, 1000, 400),
+               binary("rev", "control", last, 5000, 3000, segment=1),
+               binary("rev", "treatment", last, 5000, 3250, segment=1)]
+    inputs = build([reg], figures, last, events=events)
+    out = analyse(inputs._replace(looks=inputs.looks.reverse()))
+    assert out.height == 20 and out.get_column("as_of").n_unique() == 20  # one row a night
+    r = row(out, last)
+    assert (r["periods"], r["n_control"], r["n_treatment"]) == (2, 14000, 6000)
+    assert r["difference"] == pytest.approx(0.075, abs=1e-12)
+    first = row(out, DAY0)
+    assert (first["periods"], first["difference"]) == (1, pytest.approx(0.10, abs=1e-12))

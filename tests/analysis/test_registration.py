@@ -259,3 +259,32 @@ def test_registrations_at_the_same_instant_take_slots_in_experiment_id_order():
     plans = plan_registrations(frame(regs))
     got = {r["experiment_id"]: (r["admitted"], r["alpha_slot"]) for r in plans.iter_rows(named=True)}
     assert got == {"x0": (True, 1), "x1": (True, 2), "x2": (True, 3), "x3": (True, 4), "x4": (False, None)}
+
+
+def test_registered_shares_that_do_not_sum_to_one_are_normalised():
+    # weights 3 : 1 : 1 -> shares 3/5, 1/5, 1/5
+    arms = decode_arms(frame([registration("w", ["control", "a", "b"], [3.0, 1.0, 1.0])]))
+    assert arms.columns == ["experiment_id", "arm", "share", "is_control", "arm_order"]
+    assert arms.get_column("share").to_list() == [pytest.approx(0.6), pytest.approx(0.2), pytest.approx(0.2)]
+
+
+def test_a_slot_freed_at_the_very_instant_of_a_registration_is_free_for_it():
+    # x2 completes at exactly the moment "late" registers: its slot (3) is free by then
+    existing = plan_registrations(frame(family(4))).select("experiment_id", "org_id", "task_type", "admitted", "alpha_slot")
+    at = T0 + dt.timedelta(days=9)
+    late = registration("late", ["control", "treatment"], task_type="bugfix", registered_at=at)
+    events = pl.DataFrame([{"experiment_id": "x2", "status": "completed", "at": at, "reason": "done",
+                            "allocation": None}], schema=EVENTS)
+    plan = plan_registrations(frame([late]), existing, events).row(0, named=True)
+    assert plan["admitted"] and plan["alpha_slot"] == 3
+
+
+def test_an_allocation_change_of_an_unregistered_experiment_is_quarantined_not_a_crash():
+    regs = frame([registration("c", ["control", "treatment"], [0.9, 0.1])])
+    at = T0 + dt.timedelta(days=2)
+    events = pl.DataFrame([{"experiment_id": "ghost", "status": "active", "at": at, "reason": "",
+                            "allocation": '{"control": 0.5, "treatment": 0.5}'}], schema=EVENTS)
+    valid, invalid = allocation_changes(events, decode_arms(regs), regs)
+    assert valid.height == 0
+    assert invalid.select("experiment_id", "at", "why").rows() == [
+        ("ghost", at, "the registration declares no allocation, so a change cannot be stratified")]

@@ -284,7 +284,7 @@ def analyse(inputs: LookInputs) -> pl.DataFrame:
 
     # the comparison rows: design x output nights x strata
     comp = inputs.comparisons.sort("cid")
-    out_looks = looks.filter(pl.col("output")).select("experiment_id", "as_of", "days_since_first_assignment", "status")
+    out_looks = looks.filter(pl.col("output")).select("experiment_id", "as_of", "status")
     rows = comp.select("cid", "experiment_id").join(out_looks.select("experiment_id", "as_of"), on="experiment_id")
     rows = rows.join(inputs.segments.select("experiment_id", "segment"), on="experiment_id").sort("cid", "as_of", "segment")
     cid = rows.get_column("cid").to_numpy()

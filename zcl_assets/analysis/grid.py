@@ -162,7 +162,7 @@ class Grid:
         """
         shape = (len(self.experiments), self.nights, *extra)
         out = np.full(shape, np.nan if carry else 0.0)
-        ok = (days < self.nights) & np.all([i >= 0 for i in index], axis=0) if index else days < self.nights
+        ok = (days < self.nights) & np.all([i >= 0 for i in index], axis=0)  # index holds e at least
         d = np.maximum(days[ok], 0)
         idx = (index[0][ok], d, *(i[ok] for i in index[1:]))
         if carry:
