@@ -301,6 +301,16 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+    walk = walk.with_columns(None)",
         "the second step then reads the first step's before, as in the entry of x_promote__mutmut_196: it only asks whether a row has one, and the first step never removes a comparison's first row (checked on 3,000 random histories); at the first step the same change raises, for no before column exists",
     ),
+    "contracts.validate.x__native_field__mutmut_5": (
+        "-    if column_type is None or column_type == '\"NULL\"' or column_type == \"NULL\":\n"
+        "+    if column_type is None or column_type == 'XX\"NULL\"XX' or column_type == \"NULL\":",
+        "as x__native_field__mutmut_6: a NULL column holds only nulls, so read as a column of another type nothing is refused and every value is null",
+    ),
+    "zcl_assets.stats.binary.x_fisher_exact_grid__mutmut_31": (
+        "-    hi = np.full(shape, np.nan)\n"
+        "+    hi = np.full(shape, None)",
+        "out() casts to float64, which reads None as NaN; every other entry is assigned a float",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",

@@ -142,7 +142,14 @@ class TableContract:
 
 
 def quote_identifier(name: str) -> str:
-    """A SQL identifier in double quotes (names come only from the contracts' fixed lists)."""
+    """A SQL identifier in double quotes (names come only from the contracts' fixed lists).
+
+    A double quote inside the name is doubled, as SQL escapes it.
+
+    Examples:
+        >>> quote_identifier("score"), quote_identifier('a"b')
+        ('"score"', '"a""b"')
+    """
     return '"' + name.replace('"', '""') + '"'
 
 

@@ -342,3 +342,27 @@ def test_the_illinois_step_after_two_left_moves_is_the_secant_to_the_halved_righ
     c3 = (c2 * fb / 2 - b * f(c2)) / (fb / 2 - f(c2))
     assert c3 == pytest.approx(-2.53079, abs=1e-5)
     assert points[:3] == pytest.approx([c1, c2, c3], rel=1e-12)
+
+
+def test_the_secant_stage_alone_solves_tables_of_a_few_dozen_units_or_more(monkeypatch):
+    # _mn_limits' docstring: the secant stage reaches 1e-13 in a few steps once the arms hold
+    # more than a few dozen units; the bracketed Illinois stage is only for small or boundary
+    # tables. With Illinois made to fail, ordinary tables must still get their interval, and
+    # each end must be where the score test's p-value is alpha (checked with Illinois back).
+    import zcl_assets.stats.binary as binary
+
+    rng = np.random.default_rng(11)
+    n_t, n_c = rng.integers(50, 2000, 200), rng.integers(50, 2000, 200)
+    x_t = rng.binomial(n_t, rng.uniform(0.15, 0.85, 200))
+    x_c = rng.binomial(n_c, rng.uniform(0.15, 0.85, 200))
+
+    def no_illinois(*args):
+        raise AssertionError("the Illinois stage was needed")
+
+    with monkeypatch.context() as m:
+        m.setattr(binary, "_illinois", no_illinois)
+        res = miettinen_nurminen(x_t, n_t, x_c, n_c)
+    for i in range(0, 200, 20):
+        for end in (float(res.ci_low[i]), float(res.ci_high[i])):
+            p_end = miettinen_nurminen(x_t[i], n_t[i], x_c[i], n_c[i], margin=end).pvalue
+            assert p_end == pytest.approx(0.05, abs=1e-8)

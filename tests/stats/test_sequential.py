@@ -10,6 +10,7 @@ from scipy import stats
 
 from zcl_assets.stats.sequential import (
     ConfidenceSequence,
+    anytime_pvalue,
     confidence_sequence,
     cs_halfwidth,
     optimal_rho,
@@ -170,3 +171,40 @@ def test_a_halfwidth_needs_a_level_strictly_between_0_and_1():
 
     got = cs_halfwidth(1.0, 1000.0, 0.05, [0.0, 1.0, 1.5, -0.1, 0.05])
     assert np.isnan(got[:4]).all() and np.isfinite(got[4])
+
+
+def paper_pvalue(diff, sigma2, n, rho):
+    """Howard et al. (2021), sec. 3.5: the normal-mixture martingale's p-value, with math."""
+    v = n * rho**2 + 1
+    return min(1.0, math.sqrt(v) * math.exp(-(diff**2) * n**2 * rho**2 / (2 * sigma2 * v)))
+
+
+def test_anytime_pvalue_is_the_mixture_martingale_and_the_dual_of_the_cs():
+    # by hand for diff 0.5, sigma2 1, N 100, rho 0.5: v = 26, p = sqrt(26) exp(-625 / 52)
+    # = 5.0990 * 6.0272e-6 = 3.0733e-5; a small difference gives p = 1 (capped)
+    assert float(anytime_pvalue(0.5, 1.0, 100, 0.5)) == pytest.approx(math.sqrt(26) * math.exp(-625 / 52), rel=1e-12)
+    assert float(anytime_pvalue(0.5, 1.0, 100, 0.5)) == pytest.approx(3.0733e-5, rel=1e-4)
+    assert float(anytime_pvalue(0.01, 1.0, 100, 0.5)) == 1.0
+    rng = np.random.default_rng(3)
+    diff, sigma2 = rng.normal(0, 0.3, 400), rng.uniform(0.1, 4.0, 400)
+    n, rho = rng.integers(10, 5000, 400).astype(float), rng.uniform(0.05, 2.0, 400)
+    p = anytime_pvalue(diff, sigma2, n, rho)
+    assert p == pytest.approx([paper_pvalue(*row) for row in zip(diff, sigma2, n, rho)], rel=1e-10)
+    # p < a exactly when the CS at level a excludes zero
+    for a in (0.01, 0.05, 0.2):
+        assert np.array_equal(p < a, np.abs(diff) > cs_halfwidth(sigma2, n, rho, a))
+
+
+def test_anytime_pvalue_is_undefined_outside_its_domain():
+    bad = [(np.nan, 1.0, 100, 0.5), (0.1, 0.0, 100, 0.5), (0.1, 1.0, 0, 0.5), (0.1, 1.0, 100, 0.0),
+           (0.1, 1.0, 100, np.inf), (0.1, -1.0, 100, 0.5)]
+    diff, sigma2, n, rho = (np.array(col, dtype=float) for col in zip(*bad))
+    assert np.isnan(anytime_pvalue(diff, sigma2, n, rho)).all()
+
+
+def test_anytime_pvalue_takes_decimal_inputs():
+    # values read from a DECIMAL column arrive as decimal.Decimal: they are converted first
+    from decimal import Decimal
+
+    got = anytime_pvalue(Decimal("0.5"), Decimal("1"), Decimal("100"), Decimal("0.5"))
+    assert float(got) == pytest.approx(math.sqrt(26) * math.exp(-625 / 52), rel=1e-12)

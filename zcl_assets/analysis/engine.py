@@ -360,8 +360,8 @@ def analyse(inputs: LookInputs) -> pl.DataFrame:
             target[strat] = value[strat]
         desc.ci_method[strat] = "stratified_normal"
         desc.p_method[strat] = "stratified_normal"
-    lift = relative_lift(np.nan_to_num(mt, nan=-1.0), np.nan_to_num(vt), arm_pt.n, np.nan_to_num(mc, nan=-1.0),
-                         np.nan_to_num(vc), arm_pc.n)
+    # a missing mean leaves the lift undefined; a missing variance (one unit) counts as 0
+    lift = relative_lift(mt, np.nan_to_num(vt), arm_pt.n, mc, np.nan_to_num(vc), arm_pc.n)
     excludes = (desc.ci_low > 0) | (desc.ci_high < 0)
     exact_p = np.where(np.isnan(desc.fisher_p), desc.p_value, desc.fisher_p)
     disagree = np.where(np.isnan(exact_p) | np.isnan(desc.ci_low), False, excludes != (exact_p < 0.05))
