@@ -65,7 +65,7 @@ def registration_problems(
         if len(names) < 2 or not all(isinstance(n, str) and n.strip() for n in names) or len(set(names)) != len(names):
             problems.append(("bad_arms", f"arms need at least two distinct non-blank names, got {names}"))
         if not unknown and (any(s is None or s <= 0 for s in shares)
-                            or abs(sum(s or 0.0 for s in shares) - 1.0) > ALLOCATION_TOLERANCE):
+                            or abs(sum(shares) - 1.0) > ALLOCATION_TOLERANCE):
             problems.append(("bad_allocation", "allocations must be positive numbers summing to 1, or all null (unknown), "
                                                f"got {[a.get('allocation') for a in parsed]}"))
         if control_arm is not None and control_arm not in names:

@@ -131,7 +131,7 @@ def _native_field(f: Field, column_type: str | None) -> _FieldSql:
     present = f"({c} IS NOT NULL)"
     base = column_type.split("(")[0]
     # exact: the typed value below cannot fail, so no bad_type check is needed (a shortcut only)
-    exact = (f.type, base) in {("BIGINT", "BIGINT"), ("DOUBLE", "DOUBLE"), ("BOOLEAN", "BOOLEAN"), ("JSON", "JSON")} or (
+    exact = (f.type, base) in {("BIGINT", "BIGINT"), ("BOOLEAN", "BOOLEAN"), ("JSON", "JSON")} or (
         f.type == "TIMESTAMPTZ" and column_type in _TIMESTAMP_TYPES) or (
         f.type == "DOUBLE" and base in _INTEGER_TYPES + _FLOAT_TYPES)
     typed = None

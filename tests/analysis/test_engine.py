@@ -811,8 +811,9 @@ def test_a_guardrail_row_carries_no_decision_status_or_invalid_spell_of_its_own(
     p, g = row(out, NIGHT, role="primary"), row(out, NIGHT, role="guardrail")
     assert p["decision"] == "invalid" and p["invalid_since"] == DAY0 + dt.timedelta(days=5)
     assert p["guardrail_status"].startswith("tokens: non-inferior")
-    assert {k: g[k] for k in ("decision", "decision_rule", "guardrail_status", "invalid_since", "power_at_mde")} == {
-        "decision": None, "decision_rule": None, "guardrail_status": None, "invalid_since": None, "power_at_mde": None}
+    keys = ("decision", "decision_rule", "decision_reason", "guardrail_status", "invalid_since", "power_at_mde")
+    assert {k: g[k] for k in keys} == dict.fromkeys(keys)
+    assert p["decision_reason"].startswith("invalid since 2026-10-06")
 
 
 def test_the_look_does_not_depend_on_the_order_of_its_night_rows():

@@ -219,7 +219,7 @@ def _reason_parts() -> tuple[pl.Expr, dict[int, pl.Expr]]:
         9: pl.format("{}; {} includes zero", collecting, cs),
     }
     which = (
-        pl.when(~pl.col("is_primary")).then(pl.lit(0))
+        pl.when(~pl.col("is_primary")).then(None)  # no template: a guardrail row has no reason of its own
         .when(pl.col("decision_rule") == 1).then(pl.when(pl.col("registration_refused")).then(pl.lit(1)).otherwise(pl.lit(2)))
         .when(pl.col("decision") == "reject").then(pl.lit(3))
         .when(pl.col("decision") == "adopt").then(pl.lit(4))

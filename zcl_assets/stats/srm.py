@@ -306,6 +306,7 @@ def srm_constancy(counts, window: int = CONSTANCY_WINDOW, looks_axis: int = -2) 
     log_e = np.where(bad, np.nan, log_num - log_mle)
     with np.errstate(over="ignore"):
         e = np.exp(log_e)
-        running = np.fmax.accumulate(np.where(np.isnan(log_e), -np.inf, log_e), axis=-1)
+        # log_e is NaN only from the first look with NaN counts on, where p is NaN anyway
+        running = np.fmax.accumulate(log_e, axis=-1)
         p = np.where(bad, np.nan, np.minimum(1.0, np.exp(-running)))
     return SequentialSRMResult(out(np.moveaxis(e, -1, ax)), out(np.moveaxis(p, -1, ax)))
