@@ -157,7 +157,8 @@ def test_rule4_guardrail_cannot_cause_reject():
 # Rule 5
 def test_rule5_no_effect_and_inconclusive_only_at_planned_sample():
     assert one(-0.03, 0.04, n_t=1000, n_c=1000) == (NO_EFFECT, "planned sample reached; CS inside (-MDE, +MDE)")
-    assert one(-0.03, 0.06, n_t=1000, n_c=1000)[0] == INCONCLUSIVE
+    assert one(-0.03, 0.06, n_t=1000, n_c=1000) == (
+        INCONCLUSIVE, "planned sample reached; CS neither excludes zero nor lies inside (-MDE, +MDE)")
     # before the planned sample, never no_effect (the sample-size brake)
     assert one(-0.03, 0.04)[0] == CONTINUE
     # treatment arm planned at ratio * n_plan

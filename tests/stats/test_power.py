@@ -215,3 +215,5 @@ def test_n_fixed_takes_a_decimal_baseline():
 
     assert n_fixed(Decimal("0.5"), 0.1, 0.05, 0.8) == pytest.approx(384.595, abs=1e-3)
     assert power_at(385, 0.1, Decimal("0.5"), 0.05, inflation=1) == pytest.approx(0.8, abs=1e-3)
+    # a continuous metric's sd too: (1.959964 + 0.841621)^2 * (25 + 25) / 2^2 = 98.111
+    assert n_fixed(10.0, 2.0, 0.05, 0.8, baseline_sd=Decimal("5"), metric="continuous") == pytest.approx(98.111, abs=1e-3)

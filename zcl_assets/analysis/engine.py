@@ -389,8 +389,10 @@ def analyse(inputs: LookInputs) -> pl.DataFrame:
     hw = cs_halfwidth(sigma2, n_total, rho, level)
     cs_low, cs_high = diff - hw, diff + hw
     binary = kinds1 == "binary_proportion"
-    cs_low = np.where(binary, np.clip(cs_low, -1.0, 1.0), cs_low)
-    cs_high = np.where(binary, np.clip(cs_high, -1.0, 1.0), cs_high)
+    # a difference of proportions lies in [-1, 1]; the halfwidth is not negative, so only the
+    # outer ends can leave it
+    cs_low = np.where(binary, np.maximum(cs_low, -1.0), cs_low)
+    cs_high = np.where(binary, np.minimum(cs_high, 1.0), cs_high)
 
     # guardrails: first one not shown non-inferior, per experiment, night and treatment arm
     sign = dcol("sign")
