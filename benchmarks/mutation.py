@@ -311,6 +311,26 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+    hi = np.full(shape, None)",
         "out() casts to float64, which reads None as NaN; every other entry is assigned a float",
     ),
+    "contracts.schema.x_sql_literal__mutmut_4": (
+        "-        return \"true\" if value else \"false\"\n"
+        "+        return \"TRUE\" if value else \"false\"",
+        "SQL keywords are case-insensitive",
+    ),
+    "contracts.validate.x__prepared_relation__mutmut_17": (
+        "-        \"list_transform(v, lambda x: json_type(x)) AS jt FROM (\"\n"
+        "+        \"LIST_TRANSFORM(V, LAMBDA X: JSON_TYPE(X)) AS JT FROM (\"",
+        "SQL keywords, DuckDB's function names and its identifiers (the column v, the lambda's x) are case-insensitive",
+    ),
+    "zcl_assets.analysis.engine.x__describe__mutmut_17": (
+        "-                        + [np.full(size, None, dtype=object), np.full(size, None, dtype=object)]\n"
+        "+                        + [np.full(size, None, dtype=object), np.full(size, None, dtype=None)]",
+        "NumPy gives np.full(size, None) the object dtype either way",
+    ),
+    "zcl_assets.analysis.registration.x_allocation_changes__mutmut_73": (
+        "-    declared = arms.group_by(\"experiment_id\").agg(pl.col(\"arm\"), pl.col(\"share\").is_not_null().all().alias(\"known\"))\n"
+        "+    declared = arms.group_by(\"experiment_id\").agg(pl.col(\"arm\"), pl.col(\"share\").is_not_null().all().alias(\"XXknownXX\"))",
+        "the frame is read by position (iter_rows()), never by that name",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",

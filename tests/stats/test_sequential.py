@@ -173,6 +173,17 @@ def test_a_halfwidth_needs_a_level_strictly_between_0_and_1():
     assert np.isnan(got[:4]).all() and np.isfinite(got[4])
 
 
+def test_a_halfwidth_needs_units_a_variance_and_a_mixing_parameter():
+    # N = 0 would divide by zero (an infinite width), sigma2 = 0 or rho = 0 give no width:
+    # each is outside the domain of Thm 2.2, and the half-width is undefined there
+    from zcl_assets.stats.sequential import cs_halfwidth
+
+    got = cs_halfwidth([1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0], [0.0, 10, -1, 10, 10, np.inf, 10],
+                       [0.5, 0.5, 0.5, 0.0, -1.0, 0.5, 0.5], 0.05)
+    assert np.isnan(got[:6]).all()
+    assert got[6] == pytest.approx(paper_halfwidth(1.0, 10, 0.5, 0.05), rel=1e-12)
+
+
 def paper_pvalue(diff, sigma2, n, rho):
     """Howard et al. (2021), sec. 3.5: the normal-mixture martingale's p-value, with math."""
     v = n * rho**2 + 1

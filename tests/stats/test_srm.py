@@ -142,3 +142,8 @@ def test_the_constancy_test_names_each_bad_argument():
         srm_constancy(looks, window=0)
     with pytest.raises(ValueError, match="^looks_axis must not be the arm axis$"):
         srm_constancy(looks, looks_axis=1)
+
+
+def test_the_chi_square_refuses_fewer_than_two_arms_by_name():
+    with pytest.raises(ValueError, match=r"^counts must have shape \(\.\.\., k\) with k >= 2$"):
+        srm_chisquare([10], [1.0])
