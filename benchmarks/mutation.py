@@ -331,6 +331,26 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+    declared = arms.group_by(\"experiment_id\").agg(pl.col(\"arm\"), pl.col(\"share\").is_not_null().all().alias(\"XXknownXX\"))",
         "the frame is read by position (iter_rows()), never by that name",
     ),
+    "contracts.validate.x__native_field__mutmut_21": (
+        "-        return _FieldSql(\"NULL\", \"false\", \"NULL\")\n"
+        "+        return _FieldSql(\"NULL\", \"false\", \"null\")",
+        "the text is SQL only, and SQL keywords are case-insensitive",
+    ),
+    "contracts.validate.x__prepared_relation__mutmut_14": (
+        "-        \"(SELECT __partition_day, __source_file, __source_row, __record, __error, __encoding_error, __is_object, \"\n"
+        "+        \"(SELECT __PARTITION_DAY, __SOURCE_FILE, __SOURCE_ROW, __RECORD, __ERROR, __ENCODING_ERROR, __IS_OBJECT, \"",
+        "DuckDB resolves identifiers case-insensitively",
+    ),
+    "zcl_assets.analysis.quality.x_rule_one__mutmut_449": (
+        "-        viol_p[v_idx] = np.where(looked[v_idx], _running_p(Grid.subset(grid, v_idx), log_e), np.nan)\n"
+        "+        viol_p[v_idx] = np.where(looked[v_idx], _running_p(Grid.subset(grid, v_idx), log_e), None)",
+        "it is written into a float64 array, which reads None as NaN",
+    ),
+    "zcl_assets.stats.decision.x_decide__mutmut_23": (
+        "-    sign = np.where(_arr(direction) < 0, -1.0, 1.0)\n"
+        "+    sign = np.where(_arr(direction) <= 0, -1.0, 1.0)",
+        "as x_decide__mutmut_24: direction is +1 or -1 (documented; the engine passes its sign column), for which the two agree",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",

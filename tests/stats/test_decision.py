@@ -236,3 +236,9 @@ def test_margins_per_comparison_broadcast_against_shared_guardrail_intervals():
     assert d.label.shape == (3,)
     assert list(d.label) == [ADOPT, CONTINUE, CONTINUE]
     assert list(d.reason[1:]) == ["held by guardrail time", "held by guardrail tokens"]
+
+
+@pytest.mark.parametrize("given", [dict(successes_t=5), dict(successes_t=5, failures_t=5, successes_c=5)])
+def test_some_binary_counts_without_the_others_are_refused(given):
+    with pytest.raises(ValueError, match="^give all four binary counts or none$"):
+        one(0.1, 0.2, **given)
