@@ -351,6 +351,21 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+    sign = np.where(_arr(direction) <= 0, -1.0, 1.0)",
         "as x_decide__mutmut_24: direction is +1 or -1 (documented; the engine passes its sign column), for which the two agree",
     ),
+    "zcl_assets.stats.sequential.x_cs_halfwidth__mutmut_49": (
+        "-    s2 = np.where(ok, sigma2, 1.0)\n"
+        "+    s2 = np.where(ok, sigma2, 2.0)",
+        "every such entry is set to NaN by the same mask ok",
+    ),
+    "contracts.validate.x__native_field__mutmut_17": (
+        "-        return _FieldSql(\"NULL\", \"false\", \"NULL\")\n"
+        "+        return _FieldSql(\"null\", \"false\", \"NULL\")",
+        "the text is SQL only, and SQL keywords are case-insensitive",
+    ),
+    "zcl_assets.analysis.engine.x_analyse__mutmut_800": (
+        "-    g_frame = g_frame.filter(pl.Series(guard)).sort(\"k\", \"order\").with_columns(\n"
+        "+    g_frame = g_frame.filter(pl.Series(guard)).sort(None, \"order\").with_columns(",
+        "polars sorts by the order alone then, as in x_analyse__mutmut_806: the rows are grouped by comparison next, keeping their order within each group",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",

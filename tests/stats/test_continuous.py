@@ -124,6 +124,8 @@ def test_welch_with_two_units_in_an_arm_is_defined_and_with_one_is_not():
     assert np.isnan(float(welch(6, 5.0, 2.25, 1, 3.0, 4.0).pvalue))
 
 
-def test_welch_error_names_the_negative_count():
-    with pytest.raises(ValueError, match=r"^n_c must be non-negative$"):
-        welch(10, 1.0, 1.0, -1, 1.0, 1.0)
+@pytest.mark.parametrize("name, args", [("n_t", (-1, 1.0, 1.0, 10, 1.0, 1.0)), ("n_c", (10, 1.0, 1.0, -1, 1.0, 1.0)),
+                                        ("var_t", (10, 1.0, -1.0, 10, 1.0, 1.0)), ("var_c", (10, 1.0, 1.0, 10, 1.0, -1.0))])
+def test_welch_error_names_the_negative_argument(name, args):
+    with pytest.raises(ValueError, match=f"^{name} must be non-negative$"):
+        welch(*args)

@@ -94,3 +94,10 @@ def test_holm_steps_of_no_comparisons_are_empty_arrays_of_their_types():
 def test_a_single_slot_gets_the_whole_budget():
     # DESIGN section 6: each experiment gets alpha / K; K = 1 is a valid family of one slot
     assert alpha_slot(0.05, 1) == 0.05
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 3)])
+def test_holm_of_no_comparisons_keeps_the_empty_shape(shape):
+    res = holm(np.zeros(shape))
+    assert res.adjusted.shape == shape and res.reject.shape == shape
+    assert res.adjusted.dtype == np.float64 and res.reject.dtype == np.bool_
