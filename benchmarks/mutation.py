@@ -366,6 +366,21 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+    g_frame = g_frame.filter(pl.Series(guard)).sort(None, \"order\").with_columns(",
         "polars sorts by the order alone then, as in x_analyse__mutmut_806: the rows are grouped by comparison next, keeping their order within each group",
     ),
+    "zcl_assets.analysis.design.x_comparisons__mutmut_13": (
+        "-    reg = registrations.join(plans.drop(\"org_id\", \"task_type\"), on=\"experiment_id\", how=\"inner\")\n"
+        "+    reg = registrations.join(plans.drop(\"org_id\", ), on=\"experiment_id\", how=\"inner\")",
+        "polars names the plans' copy task_type_right, and the comparisons select their columns by name, taking the registration's task_type (the plan copies it)",
+    ),
+    "zcl_assets.stats.binary.xǁ_MNTablesǁrestricted__mutmut_51": (
+        "-    u = np.where(v >= 0, u, -u)\n"
+        "+    u = np.where(v > 0, u, -u)",
+        "they differ only at v = 0, where the angle w is pi/2 and cos(w) = 0: the sign of u multiplies 0 (6e-17, below the float spacing of the root)",
+    ),
+    "zcl_assets.stats.decision.x_decide__mutmut_352": (
+        "-        hold = np.broadcast_to(np.asarray(guardrail_hold, dtype=object), shape)\n"
+        "+        hold = np.broadcast_to(np.asarray(guardrail_hold, dtype=None), shape)",
+        "a list of texts becomes a unicode array that holds each in full, and np.where promotes to a type that holds both sides; None makes it object either way",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",
@@ -398,6 +413,10 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "SQL keywords and DuckDB's setting names are case-insensitive, and so are ICU's time zone names",
     ),
     "contracts.validate.x_check_records__mutmut_35": (
+        "-    days = [d or dt.date(1970, 1, 1) for d in read]\n+    days = [d or dt.date(1971, 1, 1) for d in read]",
+        "as x_check_records__mutmut_37: the fallback day goes only to a record whose event time is unreadable, and no rule reads it for such a record",
+    ),
+    "contracts.validate.x_check_records__mutmut_37": (
         "-    days = [d or dt.date(1970, 1, 1) for d in read]\n+    days = [d or dt.date(1970, 1, 2) for d in read]",
         "the fallback day goes only to a record whose event time is not a readable text; its typed event time is "
         "then null, and the one rule that reads the partition day (wrong_partition) needs it",

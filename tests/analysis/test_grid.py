@@ -93,3 +93,12 @@ def test_epoch_starts_and_running_sums_restart_at_a_reopen():
     # counts given as integers come back as floats (the running figures of the look are floats)
     counted = g.within_epoch(np.add, np.ones((2, 4), dtype=np.int64), 0)
     assert counted.dtype == np.float64 and counted.tolist() == run.tolist()
+
+
+def test_a_grid_without_looks_holds_its_arms_experiments_and_no_looked_night():
+    none = pl.DataFrame(schema={"experiment_id": pl.String, "as_of": pl.Date, "epoch": pl.Int64})
+    segments = pl.DataFrame(schema={"experiment_id": pl.String, "segment": pl.Int64, "epoch": pl.Int64})
+    arms = pl.DataFrame({"experiment_id": ["a", "a"], "arm": ["control", "t"], "arm_order": [0, 1]})
+    g = Grid.build(none, segments, arms, pl.DataFrame({"experiment_id": ["a"], "metric": ["success"]}))
+    assert g.experiments == ["a"] and g.n_arms.tolist() == [2]
+    assert (g.epoch == -1).all()

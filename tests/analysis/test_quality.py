@@ -155,3 +155,15 @@ def test_outcome_imbalance_along_the_nights_is_the_sequential_test_of_the_verifi
     fired = out.filter(pl.col("imbalance_p_value") < SRM_ALPHA).get_column("as_of").min()
     assert out.filter(pl.col("as_of") >= fired).get_column("decision").unique().to_list() == ["invalid"]
     assert "verified outcomes imbalanced between arms" in out.get_column("decision_reason")[-1]
+
+
+def test_a_night_without_evidence_leaves_the_running_p_value_where_it_was():
+    # the grid of tests/analysis/test_grid.py: "a" has epochs 0, 0, 1, 1; "b" is not looked at
+    # on night 0 and has epoch 0 after. A NaN log e-value is no evidence: before any evidence
+    # p is 1, after it the running maximum stands; a new epoch starts again at 1.
+    from tests.analysis.test_grid import _grid
+    from zcl_assets.analysis.quality import _running_p
+
+    nan = np.nan
+    log_e = np.array([[nan, np.log(4), nan, np.log(2)], [nan, nan, np.log(2), nan]])
+    np.testing.assert_allclose(_running_p(_grid(), log_e), [[1, 0.25, 1, 0.5], [1, 1, 0.5, 0.5]], rtol=1e-12)

@@ -50,6 +50,11 @@ def test_rho_makes_boundary_tightest_at_planned_sample():
     # allocation: N* = n_plan * (1 + ratio)
     cs = confidence_sequence(100, 0, 1, 200, 0, 1, alpha, n_plan=2500, allocation_ratio=1.0)
     assert float(cs.rho) == pytest.approx(rho)
+    # a planned sample read from a DECIMAL column (decimal.Decimal) tunes rho the same way
+    from decimal import Decimal
+
+    cs = confidence_sequence(100, 0, 1, 200, 0, 1, alpha, n_plan=Decimal("2500"), allocation_ratio=1.0)
+    assert float(cs.rho) == pytest.approx(rho)
 
 
 def test_width_shrinks_like_sqrt_log_n_over_n():

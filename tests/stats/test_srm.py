@@ -147,3 +147,11 @@ def test_the_constancy_test_names_each_bad_argument():
 def test_the_chi_square_refuses_fewer_than_two_arms_by_name():
     with pytest.raises(ValueError, match=r"^counts must have shape \(\.\.\., k\) with k >= 2$"):
         srm_chisquare([10], [1.0])
+
+
+def test_the_chi_square_of_a_single_unit_is_defined():
+    # one unit in arm 1 of a 50/50 split: (1 - 0.5)^2 / 0.5 + (0 - 0.5)^2 / 0.5 = 1, p = 0.3173
+    # (scipy.stats.chisquare([1, 0], [0.5, 0.5])); only no unit at all leaves it undefined
+    res = srm_chisquare([1, 0], [0.5, 0.5])
+    assert float(res.statistic) == pytest.approx(1.0, rel=1e-12)
+    assert float(res.pvalue) == pytest.approx(0.31731050786291115, rel=1e-12)
