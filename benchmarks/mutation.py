@@ -381,6 +381,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+        hold = np.broadcast_to(np.asarray(guardrail_hold, dtype=None), shape)",
         "a list of texts becomes a unicode array that holds each in full, and np.where promotes to a type that holds both sides; None makes it object either way",
     ),
+    "contracts.validate.x__domain_rules__mutmut_72": (
+        "-                \"lambda e: json_type(e) = 'VARCHAR')), true)\"\n"
+        "+                \"LAMBDA E: JSON_TYPE(E) = 'VARCHAR')), TRUE)\"",
+        "SQL keywords, DuckDB's function names and the lambda's parameter are case-insensitive; the quoted 'VARCHAR' is unchanged",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",

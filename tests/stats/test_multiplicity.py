@@ -83,6 +83,8 @@ def test_holm_steps_levels_by_hand():
     np.testing.assert_allclose(res.level, [0.03, 0.01, 0.015, 0.015, 0.015])
     np.testing.assert_array_equal(res.reject, [False, True, True, False, False])
     np.testing.assert_allclose(res.adjusted, [0.2, 0.003, 0.024, 0.04, 0.04])
+    # the family sizes are counts (the report prints them as whole numbers)
+    assert res.family_size.tolist() == [3, 3, 3, 2, 2] and res.family_size.dtype == np.int64
 
 
 def test_holm_steps_of_no_comparisons_are_empty_arrays_of_their_types():

@@ -55,6 +55,12 @@ def test_rho_makes_boundary_tightest_at_planned_sample():
 
     cs = confidence_sequence(100, 0, 1, 200, 0, 1, alpha, n_plan=Decimal("2500"), allocation_ratio=1.0)
     assert float(cs.rho) == pytest.approx(rho)
+    # and the arm figures too: 0.5 - 0.4 = 0.1 with the half-width of N = 300, sigma2 = 300 *
+    # (0.25 / 100 + 0.24 / 200) = 1.11 (Waudby-Smith et al. 2024, Thm 2.2)
+    cs = confidence_sequence(*(Decimal(v) for v in ("100", "0.5", "0.25", "200", "0.4", "0.24")), alpha, n_plan=2500)
+    half = paper_halfwidth(300 * (0.25 / 100 + 0.24 / 200), 300, rho, alpha)
+    assert float(cs.diff) == pytest.approx(0.1, rel=1e-12)
+    assert float(cs.ci_high) - float(cs.diff) == pytest.approx(half, rel=1e-9)
 
 
 def test_width_shrinks_like_sqrt_log_n_over_n():
