@@ -386,6 +386,16 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+                \"LAMBDA E: JSON_TYPE(E) = 'VARCHAR')), TRUE)\"",
         "SQL keywords, DuckDB's function names and the lambda's parameter are case-insensitive; the quoted 'VARCHAR' is unchanged",
     ),
+    "contracts.validate.x__native_field__mutmut_9": (
+        "-    if column_type is None or column_type == '\"NULL\"' or column_type == \"NULL\":\n"
+        "+    if column_type is None or column_type == '\"NULL\"' or column_type == \"null\":",
+        "as x__native_field__mutmut_8: a NULL column holds only nulls",
+    ),
+    "contracts.validate.x__typed__mutmut_4": (
+        "-    return f\"src.{quote_identifier('__t_' + name)}\"\n"
+        "+    return f\"src.{quote_identifier('__T_' + name)}\"",
+        "DuckDB resolves identifiers, quoted or not, case-insensitively, and every reference goes through _typed",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",

@@ -52,8 +52,8 @@ def registration_problems(
     """
     problems: list[tuple[str, str]] = []
     try:
-        parsed = json.loads(arms) if arms is not None else None
-    except (TypeError, ValueError):
+        parsed = json.loads(arms)
+    except (TypeError, ValueError):  # not JSON text, or None
         parsed = None
     if not isinstance(parsed, list) or not all(isinstance(a, dict) for a in parsed):
         problems.append(("bad_arms", "arms must be a list of {name, payload, allocation}"))

@@ -152,6 +152,10 @@ def test_days_to_sample():
     np.testing.assert_array_equal(d.reachable, [True, False, False, False, True])
     # fewer than one unit a day for the arm still reaches it: 10 units at 0.4 a day take 25 days
     assert float(days_to_sample(10, 0.8, 0.5).days) == 25.0
+    # a share read from a DECIMAL column (decimal.Decimal) is converted first
+    from decimal import Decimal
+
+    assert float(days_to_sample(10, Decimal("0.8"), Decimal("0.5")).days) == 25.0
 
 
 def test_r_default_in_design_range():
