@@ -150,7 +150,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "the else branch is taken only for a grid without experiments, whose drift array has no rows "
         "whatever its width",
     ),
-    "contracts.registration.x_registration_problems__mutmut_100": (
+    "contracts.registration.x_registration_problems__mutmut_98": (
         '-            if not isinstance(g, dict) or g.get("metric") not in METRICS or g.get("direction") not in DIRECTIONS '
         'or not (margin and margin > 0):\n'
         '+            if not isinstance(g, dict) or g.get("metric") not in METRICS or g.get("direction") not in DIRECTIONS '
@@ -395,6 +395,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "-    return f\"src.{quote_identifier('__t_' + name)}\"\n"
         "+    return f\"src.{quote_identifier('__T_' + name)}\"",
         "DuckDB resolves identifiers, quoted or not, case-insensitively, and every reference goes through _typed",
+    ),
+    "contracts.registration.x_registration_problems__mutmut_100": (
+        "-                raise ValueError(g)\n"
+        "+                raise ValueError(None)",
+        "it is caught three lines below, and the reason is built from the guardrails text, never from the error",
     ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
