@@ -401,6 +401,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+                raise ValueError(None)",
         "it is caught three lines below, and the reason is built from the guardrails text, never from the error",
     ),
+    "zcl_assets.stats.lift.x_relative_lift__mutmut_99": (
+        "-        se = np.sqrt(np.where(ok, var_t, 0.0) / (nt * mt**2) + np.where(ok, var_c, 0.0) / (nc * mc**2))\n"
+        "+        se = np.sqrt(np.where(ok, var_t, 0.0) / (nt * mt**2) + np.where(ok, var_c, 1.0) / (nc * mc**2))",
+        "every output of such a row is set to NaN by the masks ok and has_se, which needs ok",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",

@@ -167,3 +167,14 @@ def test_a_night_without_evidence_leaves_the_running_p_value_where_it_was():
     nan = np.nan
     log_e = np.array([[nan, np.log(4), nan, np.log(2)], [nan, nan, np.log(2), nan]])
     np.testing.assert_allclose(_running_p(_grid(), log_e), [[1, 0.25, 1, 0.5], [1, 1, 0.5, 0.5]], rtol=1e-12)
+
+
+def test_each_night_knows_the_night_its_epoch_started_across_unlooked_nights():
+    # By hand. "a": epoch 0 on night 0, no look on night 1 (it continues epoch 0), epoch 0 on
+    # night 2, a reopen (epoch 1) on night 3: starts 0, 0, 0, 3. "b": no look on night 0, epoch 0
+    # on nights 1 and 2, no look on night 3 (continuing it): starts 0, 1, 1, 1. Each row is read
+    # on its own: "a"'s later looks must not carry into "b".
+    from zcl_assets.analysis.quality import _continuing_epoch_start
+
+    epoch = np.array([[0, -1, 0, 1], [-1, 0, 0, -1]])
+    assert _continuing_epoch_start(epoch).tolist() == [[0, 0, 0, 3], [0, 1, 1, 1]]

@@ -366,3 +366,12 @@ def test_the_secant_stage_alone_solves_tables_of_a_few_dozen_units_or_more(monke
         for end in (float(res.ci_low[i]), float(res.ci_high[i])):
             p_end = miettinen_nurminen(x_t[i], n_t[i], x_c[i], n_c[i], margin=end).pvalue
             assert p_end == pytest.approx(0.05, abs=1e-8)
+
+
+def test_fisher_interval_of_a_single_success_in_all_is_identified():
+    # one success in all (treatment 1/6, control 0/5): the column of successes holds 1, enough
+    # for the conditional odds ratio's interval. scipy.stats.contingency.odds_ratio(
+    # [[1, 5], [0, 5]]).confidence_interval() = (0.021367521367521368, inf); Fisher's p = 1.
+    res = fisher_exact(1, 6, 0, 5)
+    assert float(res.ci_low) == pytest.approx(0.021367521367521368, rel=1e-9)
+    assert float(res.ci_high) == np.inf and float(res.pvalue) == pytest.approx(1.0)

@@ -214,3 +214,9 @@ def test_delta_method_keeps_a_small_real_variance_of_many_users():
     res = delta_method_mean(n, 1e6, 5000 * (99**2 + 101**2), n, n, 1e6)
     assert res.mean == pytest.approx(100.0, rel=1e-12)
     assert res.variance == pytest.approx(1 / 9999, rel=1e-9)
+
+
+@pytest.mark.parametrize("y, d, cl", [([1.0, 2.0], [0, 1, 1], [0, 1, 2]), ([[1.0, 2.0]], [0, 1], [0, 1])])
+def test_cr2_refuses_arrays_of_different_lengths_or_shapes_by_name(y, d, cl):
+    with pytest.raises(ValueError, match="^y, treatment and cluster must be 1-D arrays of the same length$"):
+        cr2_satterthwaite(np.array(y), np.array(d), np.array(cl))

@@ -223,3 +223,10 @@ def test_n_fixed_takes_a_decimal_baseline():
     assert power_at(385, 0.1, Decimal("0.5"), 0.05, inflation=1) == pytest.approx(0.8, abs=1e-3)
     # a continuous metric's sd too: (1.959964 + 0.841621)^2 * (25 + 25) / 2^2 = 98.111
     assert n_fixed(10.0, 2.0, 0.05, 0.8, baseline_sd=Decimal("5"), metric="continuous") == pytest.approx(98.111, abs=1e-3)
+
+
+@pytest.mark.parametrize("design_effect", [0.0, -1.0, np.inf, np.nan])
+def test_a_design_effect_that_is_not_positive_and_finite_leaves_the_plan_unreachable(design_effect):
+    p = planned_sample(0.5, 0.1, 0.05, 0.8, 10, design_effect=design_effect)
+    assert float(p.n_plan) == np.inf and not bool(p.reachable)
+    assert str(p.reason) == "design effect not positive and finite"
