@@ -406,6 +406,21 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+        se = np.sqrt(np.where(ok, var_t, 0.0) / (nt * mt**2) + np.where(ok, var_c, 1.0) / (nc * mc**2))",
         "every output of such a row is set to NaN by the masks ok and has_se, which needs ok",
     ),
+    "zcl_assets.analysis.design.x_comparisons__mutmut_527": (
+        "-        pl.lit(None, dtype=pl.Float64).alias(\"margin\"),\n"
+        "+        pl.lit(None, dtype=pl.Float64).alias(\"XXmarginXX\"),",
+        "as x_comparisons__mutmut_270: the frames are stacked with how=\"diagonal_relaxed\", which fills the missing margin with nulls, and the misnamed column is not selected",
+    ),
+    "zcl_assets.stats.binary.x_fisher_exact__mutmut_70": (
+        "-            ci = res.confidence_interval(confidence_level=1.0 - alpha, alternative=\"two-sided\")\n"
+        "+            ci = res.confidence_interval(confidence_level=1.0 - alpha, )",
+        "the default of scipy's OddsRatioResult.confidence_interval",
+    ),
+    "zcl_assets.stats.decision.x_decide__mutmut_112": (
+        "-        g_sign = np.where(_arr(guardrail_direction) < 0, -1.0, 1.0)\n"
+        "+        g_sign = np.where(_arr(guardrail_direction) <= 0, -1.0, 1.0)",
+        "as x_decide__mutmut_133: guardrail_direction is +1 or -1, for which the two agree",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",

@@ -104,3 +104,12 @@ def test_a_second_pass_with_nothing_newly_landed_reuses_the_stored_aggregates():
     fresh = _Recorder(con)
     read_inputs(fresh, AS_OF, reuse=False)
     assert all(t in fresh.queries for t in texts)
+
+
+def test_a_binary_snapshot_counts_its_successes_from_its_mean_and_units():
+    # the snapshots of _warehouse(): mean 0.5 of n = 300 (10-03) and n = 700 (10-07) per arm,
+    # so 150 and 350 successes, each unit one observation
+    stats = read_inputs(_warehouse(), AS_OF).arm_stats.sort("arm", "day")
+    assert stats.select("arm", "n", "successes", "observations").rows() == [
+        ("control", 300, 150.0, 300.0), ("control", 700, 350.0, 700.0),
+        ("treatment", 300, 150.0, 300.0), ("treatment", 700, 350.0, 700.0)]

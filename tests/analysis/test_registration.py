@@ -73,6 +73,7 @@ def test_a_completed_experiment_frees_its_slot_and_frozen_plans_keep_theirs():
     # without the completion the family is full
     refused = plan_registrations(frame([late]), existing, events.clear()).row(0, named=True)
     assert not refused["admitted"]
+    assert refused["plan_reason"] == "registration refused: no alpha slot free"
 
 
 def test_plans_per_arm_for_unequal_three_way_allocation():

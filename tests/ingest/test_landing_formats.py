@@ -239,3 +239,25 @@ def test_parquet_struct_and_map_columns_stage_as_json_objects(tmp_path):
         staged = dict(con.execute("SELECT experiment_id, CAST(metric_caps AS VARCHAR) FROM staged_experiments").fetchall())
     assert {k: json.loads(v) for k, v in staged.items()} == {"e-struct": {"time_minutes": 120.0},
                                                             "e-map": {"time_minutes": 120.0}}
+
+
+def test_a_csv_cell_of_spaces_is_missing_in_a_typed_field_and_blank_in_a_text_field(tmp_path):
+    # docs/landing.md: an empty cell is a missing value. A cell of spaces reads the same in a
+    # typed field (tokens: null, the row waits for its session as the others do); in a text
+    # field it is text, which a field that must not be blank refuses (evaluator_id: blank).
+    landing = tmp_path / "landing"
+    day = landing / "outcomes" / "2026-10-01"
+    day.mkdir(parents=True)
+    pl.DataFrame({"schema_version": ["1", "1", "1"], "session_id": ["s0", "s1", "s2"], "success": ["true"] * 3,
+                  "tokens": ["   ", "12", "5"], "recorded_at": ["2026-10-01T10:00:00+00:00"] * 3,
+                  "evaluator_id": ["ev", "ev", "   "], "evaluator_version": ["1"] * 3,
+                  "evaluator_kind": ["evaluator"] * 3}).write_csv(day / "o.csv", quote_style="always")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "outcomes")
+        stage_table(con, "outcomes")
+        quarantined = con.execute("SELECT json_extract_string(record, '$.session_id'), rule, reason FROM quarantine "
+                                  "WHERE rule <> 'unknown_session'").fetchall()
+        held = dict(con.execute(f"SELECT session_id, tokens FROM {held_table('outcomes')}").fetchall())
+    assert quarantined == [("s2", "blank", "blank: evaluator_id is blank")]
+    assert held == {"s0": None, "s1": 12.0}

@@ -230,3 +230,9 @@ def test_a_design_effect_that_is_not_positive_and_finite_leaves_the_plan_unreach
     p = planned_sample(0.5, 0.1, 0.05, 0.8, 10, design_effect=design_effect)
     assert float(p.n_plan) == np.inf and not bool(p.reachable)
     assert str(p.reason) == "design effect not positive and finite"
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0, -0.1, np.nan])
+def test_power_needs_a_level_strictly_between_0_and_1(alpha):
+    # alpha = 0 would give a power of exactly 0 (an infinite critical value): undefined instead
+    assert np.isnan(power_at(385, 0.1, 0.5, alpha, inflation=1))
