@@ -421,6 +421,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+        g_sign = np.where(_arr(guardrail_direction) <= 0, -1.0, 1.0)",
         "as x_decide__mutmut_133: guardrail_direction is +1 or -1, for which the two agree",
     ),
+    "contracts.validate.x_candidate_select__mutmut_38": (
+        "-        conditions.append((\"malformed_record\", \"src.__error IS NULL AND NOT src.__is_object\", \"'not a JSON object'\"))\n"
+        "+        conditions.append((\"malformed_record\", \"src.__error is null and not src.__is_object\", \"'not a JSON object'\"))",
+        "SQL keywords are case-insensitive",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",
