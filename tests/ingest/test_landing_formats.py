@@ -178,22 +178,32 @@ def test_a_parquet_boolean_column_stages_as_the_boolean_field(tmp_path):
 def test_a_csv_boolean_is_read_as_docs_landing_md_says(tmp_path):
     # docs/landing.md: true/false, t/f, yes/no, y/n, 1/0 in any case; anything else is bad_type.
     cells = ["yes", "No", "T", "f", "Y", "n", "1", "0", "TRUE", "false", "2", "maybe", "oui"]
+    n = len(cells)
+    quarantined, held = _stage_outcomes_csv(tmp_path, {
+        "schema_version": ["1"] * n, "session_id": [f"s{i}" for i in range(n)], "success": cells,
+        "recorded_at": ["2026-10-01T10:00:00+00:00"] * n, "evaluator_id": ["ev"] * n, "evaluator_version": ["1"] * n,
+        "evaluator_kind": ["evaluator"] * n})
+    assert [cells[int(s[1:])] for s, rule, _ in sorted(quarantined) if rule == "bad_type"] == ["2", "maybe", "oui"]
+    # every other row is well typed and waits for its session (unknown_session), its value read
+    assert [held[f"s{i}"]["success"] for i in range(10)] == [True, False, True, False, True, False, True, False, True,
+                                                            False]
+
+
+def _stage_outcomes_csv(tmp_path, columns: dict, quote_style: str = "necessary") -> tuple[list, dict]:
+    """Land ``columns`` as one outcomes CSV, stage it; return the quarantine's (session_id,
+    rule, reason) but unknown_session, and the held rows by session_id (all wait for a session)."""
     landing = tmp_path / "landing"
     day = landing / "outcomes" / "2026-10-01"
     day.mkdir(parents=True)
-    pl.DataFrame({"schema_version": ["1"] * len(cells), "session_id": [f"s{i}" for i in range(len(cells))], "success": cells,
-                  "recorded_at": ["2026-10-01T10:00:00+00:00"] * len(cells), "evaluator_id": ["ev"] * len(cells),
-                  "evaluator_version": ["1"] * len(cells), "evaluator_kind": ["evaluator"] * len(cells)}).write_csv(day / "o.csv")
+    pl.DataFrame(columns).write_csv(day / "o.csv", quote_style=quote_style)
     warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
     with warehouse.connect() as con:
         load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "outcomes")
         stage_table(con, "outcomes")
-        bad = con.execute("SELECT session_id FROM (SELECT json_extract_string(record, '$.session_id') AS session_id "
-                          "FROM quarantine WHERE rule = 'bad_type') ORDER BY 1").fetchall()
-        # every other row is well typed and waits for its session (unknown_session), its value read
-        held = dict(con.execute(f"SELECT session_id, success FROM {held_table('outcomes')}").fetchall())
-    assert [cells[int(s[1:])] for (s,) in bad] == ["2", "maybe", "oui"]
-    assert [held[f"s{i}"] for i in range(10)] == [True, False, True, False, True, False, True, False, True, False]
+        quarantined = con.execute("SELECT json_extract_string(record, '$.session_id'), rule, reason FROM quarantine "
+                                  "WHERE rule <> 'unknown_session'").fetchall()
+        held = con.execute(f"SELECT * FROM {held_table('outcomes')}").pl()
+    return quarantined, {row["session_id"]: row for row in held.iter_rows(named=True)}
 
 
 def test_a_quarantined_parquet_row_keeps_every_column_it_landed_with(tmp_path):
@@ -245,19 +255,10 @@ def test_a_csv_cell_of_spaces_is_missing_in_a_typed_field_and_blank_in_a_text_fi
     # docs/landing.md: an empty cell is a missing value. A cell of spaces reads the same in a
     # typed field (tokens: null, the row waits for its session as the others do); in a text
     # field it is text, which a field that must not be blank refuses (evaluator_id: blank).
-    landing = tmp_path / "landing"
-    day = landing / "outcomes" / "2026-10-01"
-    day.mkdir(parents=True)
-    pl.DataFrame({"schema_version": ["1", "1", "1"], "session_id": ["s0", "s1", "s2"], "success": ["true"] * 3,
-                  "tokens": ["   ", "12", "5"], "recorded_at": ["2026-10-01T10:00:00+00:00"] * 3,
-                  "evaluator_id": ["ev", "ev", "   "], "evaluator_version": ["1"] * 3,
-                  "evaluator_kind": ["evaluator"] * 3}).write_csv(day / "o.csv", quote_style="always")
-    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
-    with warehouse.connect() as con:
-        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "outcomes")
-        stage_table(con, "outcomes")
-        quarantined = con.execute("SELECT json_extract_string(record, '$.session_id'), rule, reason FROM quarantine "
-                                  "WHERE rule <> 'unknown_session'").fetchall()
-        held = dict(con.execute(f"SELECT session_id, tokens FROM {held_table('outcomes')}").fetchall())
+    quarantined, held = _stage_outcomes_csv(tmp_path, {
+        "schema_version": ["1", "1", "1"], "session_id": ["s0", "s1", "s2"], "success": ["true"] * 3,
+        "tokens": ["   ", "12", "5"], "recorded_at": ["2026-10-01T10:00:00+00:00"] * 3,
+        "evaluator_id": ["ev", "ev", "   "], "evaluator_version": ["1"] * 3, "evaluator_kind": ["evaluator"] * 3},
+        quote_style="always")
     assert quarantined == [("s2", "blank", "blank: evaluator_id is blank")]
-    assert held == {"s0": None, "s1": 12.0}
+    assert {s: row["tokens"] for s, row in held.items()} == {"s0": None, "s1": 12.0}
