@@ -426,6 +426,21 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+        conditions.append((\"malformed_record\", \"src.__error is null and not src.__is_object\", \"'not a JSON object'\"))",
         "SQL keywords are case-insensitive",
     ),
+    "zcl_assets.stats.binary.x_fisher_exact_grid__mutmut_110": (
+        "-             + special.gammaln(nc + 1)[:, None] - special.gammaln(mm[:, None] - g + 1)\n"
+        "+             + special.gammaln(nc + 2)[:, None] - special.gammaln(mm[:, None] - g + 1)",
+        "it adds one constant to every log weight of a table, and the weights are shifted by their maximum and normalised to sum 1, which removes it (to rounding)",
+    ),
+    "zcl_assets.stats.decision.x_decide__mutmut_154": (
+        "-    reason = np.full(shape, \"\", dtype=object)\n"
+        "+    reason = np.full(shape, \"XXXX\", dtype=object)",
+        "as x_decide__mutmut_169: the last rule gives every comparison not yet decided its reason, so no initial reason is ever returned",
+    ),
+    "zcl_assets.stats.decision.x_decide__mutmut_460": (
+        "-    assign(np.ones(shape, dtype=bool), CONTINUE, \"collecting: planned sample not reached\", 6)\n"
+        "+    assign(np.ones(shape, dtype=None), CONTINUE, \"collecting: planned sample not reached\", 6)",
+        "assign reads every mask with dtype=bool, and 1.0 is true",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",

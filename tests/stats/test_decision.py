@@ -242,3 +242,9 @@ def test_margins_per_comparison_broadcast_against_shared_guardrail_intervals():
 def test_some_binary_counts_without_the_others_are_refused(given):
     with pytest.raises(ValueError, match="^give all four binary counts or none$"):
         one(0.1, 0.2, **given)
+
+
+@pytest.mark.parametrize("n_t, n_c", [(10, 0), (0, 10)])
+def test_an_arm_without_units_is_burn_in_whatever_its_interval(n_t, n_c):
+    # a finite interval given beside an empty arm still decides nothing: rule 2, burn-in
+    assert one(0.1, 0.3, n_t=n_t, n_c=n_c) == (CONTINUE, "burn-in: an arm has no analysable units yet")

@@ -35,3 +35,9 @@ def test_relative_lift_degenerate():
         relative_lift(0.5, -0.1, 10, 0.5, 0.25, 10)
     with pytest.raises(ValueError):
         relative_lift(0.5, 0.25, 10, 0.5, 0.25, 10, alpha=0)
+
+
+@pytest.mark.parametrize("n_t, n_c", [(10, 0), (0, 10)])
+def test_a_lift_against_an_empty_arm_is_undefined(n_t, n_c):
+    res = relative_lift(1.2, 1.0, n_t, 1.0, 1.0, n_c)
+    assert np.isnan([res.lift, res.ci_low, res.ci_high, res.se_log]).all()
