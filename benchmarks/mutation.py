@@ -441,6 +441,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+    assign(np.ones(shape, dtype=None), CONTINUE, \"collecting: planned sample not reached\", 6)",
         "assign reads every mask with dtype=bool, and 1.0 is true",
     ),
+    "zcl_assets.stats.binary.x_chi_square_2x2__mutmut_107": (
+        "-        p = np.where(min_exp >= 5, p, np.nan)\n"
+        "+        p = np.where(min_exp >= 5, p, None)",
+        "out() casts to float64, which reads None as NaN",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",

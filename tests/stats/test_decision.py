@@ -248,3 +248,9 @@ def test_some_binary_counts_without_the_others_are_refused(given):
 def test_an_arm_without_units_is_burn_in_whatever_its_interval(n_t, n_c):
     # a finite interval given beside an empty arm still decides nothing: rule 2, burn-in
     assert one(0.1, 0.3, n_t=n_t, n_c=n_c) == (CONTINUE, "burn-in: an arm has no analysable units yet")
+
+
+def test_no_effect_of_a_decrease_metric_reads_both_ends_turned():
+    # direction -1: [-0.03, 0.04] becomes [-0.04, 0.03] in the beneficial direction, inside
+    # (-0.05, 0.05) at the planned sample: no_effect (its upper end 0.03 is -(-0.03))
+    assert one(-0.03, 0.04, direction=-1, n_t=1000, n_c=1000)[0] == NO_EFFECT
