@@ -446,6 +446,21 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "+        p = np.where(min_exp >= 5, p, None)",
         "out() casts to float64, which reads None as NaN",
     ),
+    "zcl_assets.stats.decision.x_decide__mutmut_314": (
+        "-        g_ben_lo = np.where(np.isnan(g_lo) | np.isnan(g_hi), np.nan, g_ben_lo)\n"
+        "+        g_ben_lo = np.where(None, np.nan, g_ben_lo)",
+        "np.minimum already gives NaN when either end is NaN (the same masks of the primary interval were removed as redundant)",
+    ),
+    "zcl_assets.stats._validate.x_guard_variance__mutmut_3": (
+        "-    v = np.asarray(variance, dtype=np.float64)\n"
+        "+    v = np.asarray(variance, dtype=None)",
+        "every caller (welch, relative_lift, confidence_sequence, delta_method_mean) passes float64 arrays it has converted already",
+    ),
+    "zcl_assets.stats.monitoring.x_rate_exceeds__mutmut_25": (
+        "-    xs, ns = np.where(ok, x, 0.0), np.where(ok, n, 0.0)\n"
+        "+    xs, ns = np.where(ok, x, 1.0), np.where(ok, n, 0.0)",
+        "both outputs of such a row are set to NaN by the same mask ok",
+    ),
     "zcl_assets.stats.multiplicity.x_holm__mutmut_66": (
         "-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method=\"holm\")\n"
         "+            r, a, _, _ = multipletests(np.where(keep, row, 2.0), alpha=alpha, method=\"holm\")",

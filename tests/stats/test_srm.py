@@ -155,3 +155,12 @@ def test_the_chi_square_of_a_single_unit_is_defined():
     res = srm_chisquare([1, 0], [0.5, 0.5])
     assert float(res.statistic) == pytest.approx(1.0, rel=1e-12)
     assert float(res.pvalue) == pytest.approx(0.31731050786291115, rel=1e-12)
+
+
+def test_the_constancy_e_value_of_one_look_by_hand():
+    # Looks [5, 5] then [6, 7]: the first look seeds the prediction (5.5 / 11 = 1/2 each arm);
+    # the 3 arrivals [1, 2] are predicted at (1/2)^3 and fit best at their own split (1/3, 2/3):
+    # E = (1/8) / ((1/3) (2/3)^2) = 27/32 (Wasserman, Ramdas and Balakrishnan 2020, split LRT)
+    res = srm_constancy([[5, 5], [6, 7]])
+    np.testing.assert_allclose(res.bayes_factor, [1.0, 27 / 32], rtol=1e-12)
+    np.testing.assert_allclose(res.pvalue, [1.0, 1.0])
