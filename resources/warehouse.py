@@ -1,64 +1,16 @@
-"""The DuckDB warehouse resource.
-
-The file is opened only for the duration of one ``connect()`` block and always closed, even
-when the body raises (``dagster_duckdb.DuckDBResource`` leaves it open on error), so analysts
-can open the file read-only between runs. Every connection runs with ``TimeZone=UTC`` so that
-naive timestamps are UTC and offsets are kept (``TIMESTAMPTZ``).
+"""The DuckDB warehouse as a Dagster resource: a thin configurable shell over
+``zcl_assets.warehouse.DuckDBWarehouse`` (connect, transactions, schema), which has no Dagster.
 """
 
 from __future__ import annotations
 
-import logging
-import re
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import dagster as dg
 import duckdb
 
-from contracts.schema import staged_ddl
-from contracts.tables import CONTRACTS
-from sql import load_sql
-
-_log = logging.getLogger(__name__)
-
-# DDL applied on every write connection, in order; each statement is idempotent. The staged
-# and held tables of the landing contracts follow (their DDL derives from contracts.tables).
-SCHEMA_FILES: tuple[str, ...] = (
-    "create_internal_schema",
-    "create_landing_manifest",
-    "create_pending_days",
-    "create_staging_state",
-    "create_derived_state",
-    "create_quarantine",
-)
-# The analysis tables (experiment_plans, experiment_analysis, knowledge_records) are created
-# by their assets from their one schema definition (zcl_assets/analysis/schema.py).
-# Tables of the layout before the archive (raw rows as JSON text, staged DDL of its own):
-# their contents derive from the landing folder, so they are dropped and rebuilt.
-_LEGACY_TABLES = ("raw_records", "landing_manifest", *(c.staged_table for c in CONTRACTS.values()))
-
-
-_SIZE = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)", re.IGNORECASE)
-
-
-def check_memory_limit(value: str, source: str = "memory_limit") -> str:
-    """``value`` if it is a DuckDB size (``2500MB``, ``4GB``, ``3.5GiB``); else ``ValueError``
-    naming ``source`` (where the value came from), so a typo is reported before a run starts
-    and never pasted into SQL.
-
-    >>> check_memory_limit("4GB")
-    '4GB'
-    >>> check_memory_limit("banana", "ZCL_DUCKDB_MEMORY_LIMIT")
-    Traceback (most recent call last):
-    ...
-    ValueError: ZCL_DUCKDB_MEMORY_LIMIT='banana' is not a DuckDB memory size such as 2500MB, 4GB or 3.5GiB
-    """
-    if not _SIZE.fullmatch(value.strip()):
-        raise ValueError(f"{source}={value!r} is not a DuckDB memory size such as 2500MB, 4GB or 3.5GiB")
-    return value.strip()
+from zcl_assets.warehouse import DEFAULT_MEMORY_LIMIT, DuckDBWarehouse
 
 
 class Warehouse(dg.ConfigurableResource):
@@ -66,104 +18,28 @@ class Warehouse(dg.ConfigurableResource):
 
     Attributes:
         path: path of the DuckDB file; its folder is created on first write.
-        lock_timeout_s: how long a writer waits for another process's write lock before
-            raising ``duckdb.IOException`` (DuckDB allows one writer process at a time).
+        lock_timeout_s: how long a writer waits for another process's write lock.
         memory_limit: DuckDB's memory limit per connection (it spills to disk beyond it), so
-            a night over 10 million sessions stays under 4 GB of resident memory; set by
+            a night over 10 million sessions stays within its memory target; set by
             ``ZCL_DUCKDB_MEMORY_LIMIT`` where the warehouse is bound (``zcl_assets.definitions``).
     """
 
     path: str
     lock_timeout_s: float = 600.0
-    memory_limit: str = "2500MB"
+    memory_limit: str = DEFAULT_MEMORY_LIMIT
+
+    @property
+    def core(self) -> DuckDBWarehouse:
+        """The same warehouse without Dagster, for the core packages."""
+        return DuckDBWarehouse(path=self.path, lock_timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit)
 
     @property
     def archive_dir(self) -> Path:
-        """Folder of the archived landed files: ``<warehouse file stem>_archive`` beside it."""
-        path = Path(self.path)
-        return path.with_name(f"{path.stem}_archive")
+        return self.core.archive_dir
 
-    @contextmanager
-    def connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        """Open the file, yield a connection, and close it on exit (also on error).
-
-        A write connection ensures the schema first. Raises ``FileNotFoundError`` for a
-        read-only connection to a file that does not exist yet, and ``duckdb.IOException``
-        if another process holds the write lock for longer than ``lock_timeout_s``.
-        """
-        db_path = Path(self.path)
-        if read_only and not db_path.exists():
-            raise FileNotFoundError(f"warehouse {db_path} does not exist yet: run `zcl run` first")
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        con = self._open(db_path, read_only)
-        try:
-            con.execute("SET TimeZone = 'UTC'")
-            con.execute(f"SET memory_limit = '{check_memory_limit(self.memory_limit)}'")
-            # Tables are rebuilt whole and every read that needs an order says ORDER BY, so
-            # DuckDB may stream inserts in any order: this lets large joins and windows
-            # spill instead of holding the whole result in memory.
-            con.execute("SET preserve_insertion_order = false")
-            if not read_only:
-                ensure_schema(con)
-            yield con
-        finally:
-            con.close()
-
-    def _open(self, db_path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
-        deadline = time.monotonic() + self.lock_timeout_s
-        delay = 0.05
-        said = False
-        while True:
-            try:
-                return duckdb.connect(str(db_path), read_only=read_only)
-            except duckdb.IOException as exc:  # another process holds the file lock
-                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                    raise
-                if not said and delay >= 1.0:  # a wait a person notices: say why, once
-                    holder = re.search(r"PID \d+", str(exc))
-                    _log.warning("waiting for %s, which another process%s holds open, up to %.0f s",
-                                 db_path, f" ({holder.group(0)})" if holder else "", self.lock_timeout_s)
-                    said = True
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
+    def connect(self, read_only: bool = False) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        """See :meth:`zcl_assets.warehouse.DuckDBWarehouse.connect`."""
+        return self.core.connect(read_only)
 
 
-@contextmanager
-def transaction(con: duckdb.DuckDBPyConnection, **frames: object) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Register ``frames`` (polars or Arrow tables) under their names and run one transaction.
-
-    Commits when the block ends normally, rolls back when it raises, and unregisters the
-    frames either way, so a failed write leaves the previous rows intact.
-    """
-    for name, frame in frames.items():
-        con.register(name, frame)
-    try:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            yield con
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        con.execute("COMMIT")
-    finally:
-        for name in frames:
-            con.unregister(name)
-
-
-def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create every table of the warehouse that is missing (idempotent).
-
-    A warehouse written before the archive layout (it has ``raw_records``) loses its raw,
-    staged and manifest tables, which the next run rebuilds from the landing folder;
-    frozen plans and past looks are kept.
-    """
-    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
-    if "raw_records" in tables:
-        for name in _LEGACY_TABLES:
-            con.execute(f"DROP TABLE IF EXISTS {name}")
-        con.execute("DELETE FROM quarantine WHERE stage IN ('contract', 'landing')")
-    for name in SCHEMA_FILES:
-        con.execute(load_sql(name))
-    for contract in CONTRACTS.values():
-        con.execute(staged_ddl(contract))
-        con.execute(staged_ddl(contract, held=True))
+__all__ = ["Warehouse"]

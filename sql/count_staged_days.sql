@@ -1,10 +1,10 @@
 -- Per staged day of a table: raw rows (current manifest), staged rows, contract-quarantined rows.
 WITH days AS (SELECT CAST(unnest($days::VARCHAR[]) AS DATE) AS partition_day),
 raw AS (SELECT partition_day, sum(row_count) AS n FROM landing_manifest
-        WHERE table_name = $table AND superseded_at IS NULL GROUP BY ALL),
-staged AS (SELECT partition_day, count(*) AS n FROM {staged} GROUP BY ALL),
+        WHERE table_name = $table AND superseded_at IS NULL AND partition_day IN (SELECT partition_day FROM days) GROUP BY ALL),
+staged AS (SELECT partition_day, count(*) AS n FROM {staged} WHERE partition_day IN (SELECT partition_day FROM days) GROUP BY ALL),
 quarantined AS (SELECT partition_day, count(*) AS n FROM quarantine
-                WHERE source_table = $table AND stage = 'contract' GROUP BY ALL)
+                WHERE source_table = $table AND stage = 'contract' AND partition_day IN (SELECT partition_day FROM days) GROUP BY ALL)
 SELECT d.partition_day, coalesce(r.n, 0), coalesce(s.n, 0), coalesce(q.n, 0)
 FROM days d LEFT JOIN raw r USING (partition_day) LEFT JOIN staged s USING (partition_day)
 LEFT JOIN quarantined q USING (partition_day) ORDER BY 1

@@ -8,7 +8,7 @@ WITH units AS (
     SELECT a.partition_day, a.source_file, a.source_row, a.experiment_id, a.session_id, a.unit_id, a.arm, a.assigned_at,
            s.delivered_arm, s.experiment_id AS session_experiment_id, x.exclusion AS row_rule,
            e.randomization_unit, e.sessions_per_unit
-    FROM staged_assignments a
+    FROM scope_assignments a
     JOIN staged_experiments e USING (experiment_id)
     LEFT JOIN staged_sessions s USING (session_id)
     LEFT JOIN experience_exclusions x ON x.partition_day = a.partition_day AND x.source_file = a.source_file AND x.source_row = a.source_row

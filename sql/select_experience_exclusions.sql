@@ -11,7 +11,7 @@ SELECT * FROM (
            CASE WHEN s.session_id IS NULL THEN 'no_session'
                 WHEN s.experiment_id IS DISTINCT FROM a.experiment_id OR s.delivered_arm IS DISTINCT FROM a.arm
                     THEN 'delivered_arm_mismatch' END AS exclusion
-    FROM staged_assignments a
+    FROM scope_assignments a
     SEMI JOIN staged_experiments e USING (experiment_id)
     LEFT JOIN staged_sessions s USING (session_id)
 ) WHERE exclusion IS NOT NULL

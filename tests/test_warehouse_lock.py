@@ -24,7 +24,7 @@ def test_a_writer_waits_for_the_process_holding_the_warehouse_and_says_so(tmp_pa
     try:
         assert holder.stdout.readline().strip() == "held"
         start = time.monotonic()
-        with caplog.at_level(logging.WARNING, logger="resources.warehouse"):
+        with caplog.at_level(logging.WARNING, logger="zcl_assets.warehouse"):
             with Warehouse(path=str(path), lock_timeout_s=60).connect() as con:
                 assert con.execute("SELECT 1").fetchone() == (1,)
         assert time.monotonic() - start > 1.0  # it did wait for the holder

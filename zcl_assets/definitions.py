@@ -13,8 +13,8 @@ from pathlib import Path
 import dagster as dg
 
 from resources import LandingStore, Warehouse
-from resources.warehouse import check_memory_limit
 from zcl_assets.paths import default_landing_dir, default_warehouse_path
+from zcl_assets.warehouse import check_memory_limit
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 MEMORY_LIMIT_VARIABLE = "ZCL_DUCKDB_MEMORY_LIMIT"

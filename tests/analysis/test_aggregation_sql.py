@@ -52,7 +52,12 @@ def run(con, metrics, bounds, as_of_end):
                                                                    "resolution": pl.Float64}))
     con.register("segment_bounds", pl.DataFrame(bounds, schema={"experiment_id": pl.String, "segment": pl.Int64,
                                                                 "starts_at": pl.Datetime("us", "UTC")}))
-    return con.execute(load_sql("aggregate_unit_statistics"), {"as_of_end": as_of_end}).pl()
+    # the stored daily sums of every day (a first build: every experiment dirty from day one),
+    # then the cumulative statistics of the look as the night reads them
+    con.register("dirty", con.execute("SELECT experiment_id, DATE '0001-01-01' AS from_day FROM staged_experiments").pl())
+    con.execute(f"CREATE OR REPLACE TABLE arm_day_sums AS {load_sql('aggregate_arm_day_sums')}",
+                {"from_at": dt.datetime(1, 1, 1, tzinfo=UTC)})
+    return con.execute(load_sql("select_arm_statistics"), {"as_of_end": as_of_end}).pl()
 
 
 def session(eid, arm, unit, sid, day, hour, value, metric, verified=True, recorded_day=None):

@@ -13,12 +13,14 @@ import duckdb
 import polars as pl
 
 from contracts.evaluation import load_evaluation_contracts
-from resources.warehouse import ensure_schema, transaction
 from sql import load_sql
 from tests.analysis.looks import T0, registration
-from zcl_assets.analysis.look import AGGREGATES, read_inputs
+from zcl_assets.analysis.look import read_inputs, refresh_state
+from zcl_assets.analysis.look_state import AGGREGATES
 from zcl_assets.analysis.registration import plan_registrations
 from zcl_assets.analysis.schema import EXPERIMENT_PLANS
+from zcl_assets.experience.build import build_experience, build_verification_records
+from zcl_assets.warehouse import ensure_schema, transaction
 
 UTC = dt.timezone.utc
 DAY0 = T0.date()  # the registration day, 2026-10-01
@@ -47,20 +49,14 @@ def _warehouse() -> duckdb.DuckDBPyConnection:
                              "archive_path": ["a.csv"], "row_count": [4],
                              "loaded_at": [dt.datetime(2026, 10, 8, tzinfo=UTC)], "superseded_at": [None]},
                             schema_overrides={"superseded_at": pl.Datetime("us", "UTC")})
-    evaluation = load_evaluation_contracts()
-    contracts = pl.DataFrame({"task_type": [c.task_type for c in evaluation],
-                              "authoritative_kinds": [list(c.authoritative_kinds) for c in evaluation],
-                              "source": [c.source for c in evaluation]})
-    with transaction(con, plans_batch=plans, reg_rows=reg, snap_rows=snapshots, manifest_rows=manifest,
-                     evaluation_contracts_batch=contracts):
+    with transaction(con, plans_batch=plans, reg_rows=reg, snap_rows=snapshots, manifest_rows=manifest):
         con.execute(load_sql("insert_new_experiment_plans"))
         con.execute("INSERT INTO staged_experiments BY NAME SELECT * FROM reg_rows")
         con.execute("INSERT INTO staged_arm_snapshots BY NAME SELECT * FROM snap_rows")
         con.execute("INSERT INTO landing_manifest BY NAME SELECT * FROM manifest_rows")
-        # the derived tables, empty (no sessions): built by the experience assets' own SQL
-        for step in ("create_evaluation_contracts", "create_verification_records", "select_experience_exclusions",
-                     "insert_experience_unit_exclusions", "create_experience"):
-            con.execute(load_sql(step))
+    # the derived tables, empty (no sessions): built by the experience stage itself
+    build_verification_records(con, load_evaluation_contracts())
+    build_experience(con, load_evaluation_contracts())
     return con
 
 
@@ -81,35 +77,45 @@ class _Recorder:
 def test_a_pass_looks_at_the_registration_day_the_days_with_data_and_the_night_asked_for():
     # registered 10-01, snapshots on 10-03 and 10-07, looked at as of 10-10: four nights, not
     # the ten days from the registration on
-    looks = read_inputs(_warehouse(), AS_OF).looks
+    con = _warehouse()
+    refresh_state(con, AS_OF)
+    looks = read_inputs(con, AS_OF).looks
     assert looks.get_column("experiment_id").unique().to_list() == ["x"]
     assert looks.get_column("as_of").to_list() == [dt.date(2026, 10, 1), dt.date(2026, 10, 3), dt.date(2026, 10, 7),
                                                    dt.date(2026, 10, 10)]
 
 
-def test_a_second_pass_with_nothing_newly_landed_reuses_the_stored_aggregates():
-    # The last landed day is 10-07: a pass as of 10-10 filters nothing, so a second one (same
-    # night, then a later one) reads the stored frames and runs none of the aggregate queries.
+def test_a_second_pass_with_nothing_newly_landed_reuses_the_stored_state():
+    # The first pass builds the look's state with every aggregate; a second one (same night,
+    # then a later one) has no change to read, runs none of them, and reads the same figures.
     con = _warehouse()
     texts = [load_sql(name) for name in AGGREGATES]
+
+    def ran(recorder):
+        return [t for t in texts if any(t in q for q in recorder.queries)]
+
     first = _Recorder(con)
+    refresh_state(first, AS_OF)
     inputs = read_inputs(first, AS_OF)
-    assert all(t in first.queries for t in texts)
+    assert ran(first) == texts
     for night in (AS_OF, "2026-10-12"):
         again = _Recorder(con)
+        assert refresh_state(again, night).is_empty()
         reused = read_inputs(again, night)
-        assert not any(t in again.queries for t in texts), night
+        assert ran(again) == [], night
         assert reused.arm_stats.sort("arm", "day").equals(inputs.arm_stats.sort("arm", "day"))
-    # reuse=False aggregates again
+    # a fresh build aggregates again, beside the stored state
     fresh = _Recorder(con)
-    read_inputs(fresh, AS_OF, reuse=False)
-    assert all(t in fresh.queries for t in texts)
+    refresh_state(fresh, AS_OF, fresh=True)
+    assert ran(fresh) == texts
 
 
 def test_a_binary_snapshot_counts_its_successes_from_its_mean_and_units():
     # the snapshots of _warehouse(): mean 0.5 of n = 300 (10-03) and n = 700 (10-07) per arm,
     # so 150 and 350 successes, each unit one observation
-    stats = read_inputs(_warehouse(), AS_OF).arm_stats.sort("arm", "day")
+    con = _warehouse()
+    refresh_state(con, AS_OF)
+    stats = read_inputs(con, AS_OF).arm_stats.sort("arm", "day")
     assert stats.select("arm", "n", "successes", "observations").rows() == [
         ("control", 300, 150.0, 300.0), ("control", 700, 350.0, 700.0),
         ("treatment", 300, 150.0, 300.0), ("treatment", 700, 350.0, 700.0)]

@@ -47,13 +47,14 @@ def verification_records() -> dict[tuple[str, str], tuple[bool, str]]:
     con.register("outcome_rows", pl.DataFrame(
         [{"session_id": s, "evaluator_id": f"ev-{i}", "evaluator_version": 1, "evaluator_kind": kind,
           "recorded_at": AT + dt.timedelta(minutes=i), "success": 1.0, "time_minutes": 3.0, "tokens": 100.0,
-          "score": 0.5, "source_file": "outcomes.jsonl", "source_row": i}
+          "score": 0.5, "partition_day": AT.date(), "source_file": "outcomes.jsonl", "source_row": i}
          for i, (s, kind, _) in enumerate(OUTCOMES)],
         schema_overrides={"recorded_at": pl.Datetime("us", "UTC")}))
     con.execute("CREATE TABLE staged_outcomes AS SELECT * FROM outcome_rows")
     con.register("evaluation_contracts_batch", batch)
     con.execute(load_sql("create_evaluation_contracts"))
-    con.execute(load_sql("create_verification_records"))
+    con.execute("CREATE TEMP VIEW scope_outcomes AS SELECT * FROM staged_outcomes")
+    con.execute(f"CREATE TABLE verification_records AS {load_sql('select_verification_records')}")
     rows = con.execute(
         "SELECT session_id, evaluator_kind, authoritative, contract FROM verification_records").fetchall()
     con.close()

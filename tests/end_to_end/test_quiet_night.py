@@ -1,5 +1,5 @@
-"""A night with nothing newly landed keeps the derived tables and the look's aggregates, and
-gives the same look as recomputing everything; a newly landed file makes them rebuilt."""
+"""A night with nothing newly landed keeps the derived tables and the look's state, and gives
+the same look as recomputing everything; a newly landed file makes them rebuilt where it touches."""
 
 import duckdb
 
@@ -9,8 +9,9 @@ from zcl_assets.simulation.sessions import simulate_sessions
 
 
 def _built(warehouse):
+    """The change-log cursor of every derived table: it moves only when the table read changes."""
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        return dict(con.execute("SELECT name, built_at FROM internal.derived_state").fetchall())
+        return dict(con.execute("SELECT consumer, seq FROM internal.change_cursors").fetchall())
 
 
 def _rebuilt(result, asset):
@@ -22,7 +23,7 @@ def _stored_differs_from_recomputed(warehouse, as_of):
     """Columns in which the stored look of ``as_of`` differs from one recomputed from scratch."""
     with duckdb.connect(str(warehouse)) as con:
         stored = con.execute(f"SELECT * FROM experiment_analysis WHERE as_of = DATE '{as_of}'").pl()
-        fresh = take_look(con, as_of, reuse=False)
+        fresh = take_look(con, as_of, fresh=True)
     assert stored.height == fresh.height > 0
     compared = [c for c in fresh.columns if c != "analysed_at"]
     keys = ["experiment_id", "metric", "treatment_arm"]

@@ -180,7 +180,7 @@ def test_the_look_of_one_night_is_that_night_of_the_stored_looks(synthetic):
     assert len(spans) == 3
     assert all(n > 10 and first == dt.date(2026, 3, 1) and last == dt.date.fromisoformat(AS_OF)
                for _, n, first, last in spans)
-    fresh = take_look(con, AS_OF, reuse=False)
+    fresh = take_look(con, AS_OF, fresh=True)
     assert fresh.get_column("as_of").unique().to_list() == [dt.date.fromisoformat(AS_OF)]
     stored = con.execute("SELECT * FROM experiment_analysis WHERE as_of = ?", [AS_OF]).pl()
     assert fresh.height == stored.height > 0

@@ -162,5 +162,5 @@ def test_a_rerun_of_the_same_look_is_bit_identical(world):
         with duckdb.connect(str(warehouse), read_only=True) as con:
             con.execute("SET TimeZone = 'UTC'")
             con.execute(f"SET threads = {threads}")
-            frames.append(take_look(con, AS_OF, reuse=False))
+            frames.append(take_look(con, AS_OF, fresh=True))
     assert frames[0].height > 0 and frames[0].equals(frames[1], null_equal=True)

@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 
 from contracts.tables import CONTRACTS
 from resources import LandingStore
-from resources.warehouse import ensure_schema
 from tests.ingest.valid_records import DAY, VALID
 from tests.warehouse_checks import conservation_gaps
 from zcl_assets.ingest.archive import load_table
 from zcl_assets.ingest.staging import stage_table
+from zcl_assets.warehouse import ensure_schema
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 FIELDS = [(t, f) for t, c in CONTRACTS.items() for f in c.fields]

@@ -14,9 +14,12 @@ from hypothesis import strategies as st
 
 from tests.end_to_end.synthetic_world import AS_OF, build_world
 from tests.warehouse_checks import run_one_night
-from zcl_assets.analysis.look import AGGREGATES
+from zcl_assets.analysis.look_state import AGGREGATES as BUILDS
+from zcl_assets.analysis.look_state import READS
 from zcl_assets.portability import spark as portability
 from zcl_assets.portability.spark import _compare, run_on_duckdb, run_on_spark, spark_sql
+
+AGGREGATES = (*BUILDS, *READS)
 
 
 def _require_spark() -> None:
@@ -56,25 +59,28 @@ def synthetic(tmp_path_factory):
 
 def test_every_aggregate_of_the_look_is_the_same_on_spark(synthetic, spark, tmp_path):
     # The synthetic world has three arms, a user-randomized experiment, revised outcomes, NaN
-    # and nulls: every path of aggregate_unit_statistics is taken.
+    # and nulls: every path of aggregate_arm_day_sums is taken.
     results = run_on_spark(spark, run_on_duckdb(synthetic, AS_OF, tmp_path))
     assert [r.name for r in results] == list(AGGREGATES)
     by_name = {r.name: r for r in results}
-    assert by_name["aggregate_unit_statistics"].duckdb_rows > 100
-    assert by_name["count_assigned_units"].duckdb_rows > 10
+    assert by_name["aggregate_arm_day_sums"].duckdb_rows > 50
+    assert by_name["select_arm_statistics"].duckdb_rows > 100
+    assert by_name["select_assigned_units"].duckdb_rows > 10
     assert [(r.name, r.differing_rows) for r in results if not r.same] == []
 
 
 def test_a_difference_between_the_engines_is_reported(synthetic, spark, tmp_path, monkeypatch):
-    # Spark is given a look end ten days earlier, midway through the world's days: fewer units
-    # enter, and the comparison must say so.
+    # Spark is given a look end ten days earlier, midway through the world's days, and builds
+    # the daily sums from ten days later: fewer units enter, and the comparison must say so.
     def earlier(text, params=None):
-        return spark_sql(text, {**params, "as_of_end": params["as_of_end"] - dt.timedelta(days=10)})
+        return spark_sql(text, {**params, "as_of_end": params["as_of_end"] - dt.timedelta(days=10),
+                                "from_at": params["as_of_end"] - dt.timedelta(days=10)})
 
     monkeypatch.setattr(portability, "spark_sql", earlier)
     results = {r.name: r for r in run_on_spark(spark, run_on_duckdb(synthetic, AS_OF, tmp_path))}
-    assert not results["aggregate_unit_statistics"].same
-    assert not results["count_assigned_units"].same
+    assert not results["select_arm_statistics"].same
+    assert not results["select_assigned_units"].same
+    assert not results["aggregate_arm_day_sums"].same
 
 
 def test_spark_sql_writes_the_parameters_in_and_in_utc():

@@ -20,13 +20,12 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from resources.warehouse import transaction
 from sql import load_sql
 from zcl_assets.analysis.design import comparisons
 from zcl_assets.analysis.engine import STAT_COLUMNS, LookInputs, analyse
+from zcl_assets.analysis.look_state import read_state, update_look_state
 from zcl_assets.analysis.metrics import CATALOGUE, metric_spec
 from zcl_assets.analysis.registration import allocation_changes, decode_arms
-from zcl_assets.ingest.versions import input_fingerprint
 
 UTC = dt.timezone.utc
 TS = pl.Datetime("us", "UTC")
@@ -161,40 +160,37 @@ def _prepare(con: duckdb.DuckDBPyConnection, as_of: str) -> _Prepared:
     analysed = metrics.with_columns(pl.col("metric").replace_strict(
         {m: spec.resolution for m, spec in CATALOGUE.items()}, default=metric_spec("").resolution,
         return_dtype=pl.Float64).alias("resolution"))
-    records = con.execute(load_sql("select_quarantined_records")).pl()
-    keys = records.select(
-        "source_table", "stage", "partition_day",
-        *[pl.col("record").str.json_path_match(f"$.{k}").alias(k) for k in ("experiment_id", "session_id", "metric")],
-    )  # a malformed record (not JSON) has no keys: it belongs to no experiment
-    frames = {"analysed_metrics": analysed, "segment_bounds": seg_bounds, "epoch_bounds": epoch_bounds, "quarantined_keys": keys}
+    frames = {"analysed_metrics": analysed, "segment_bounds": seg_bounds, "epoch_bounds": epoch_bounds}
     return _Prepared(params, frames, registrations, events, arms, segments, shares, snapshots, comps, experiments)
 
 
-def aggregate_inputs(con: duckdb.DuckDBPyConnection, as_of: str) -> tuple[dict, dict[str, pl.DataFrame]]:
-    """What the SQL of ``AGGREGATES`` is given for the look ``as_of``: its parameters
-    (``{"as_of_end": datetime}``) and the frames it reads besides the warehouse's tables
-    (``analysed_metrics``, ``segment_bounds``, ``epoch_bounds``, ``quarantined_keys``), so that
-    another engine can run the same SQL (``zcl_assets/portability/spark.py``)."""
-    prepared = _prepare(con, as_of)
-    return prepared.params, prepared.frames
+def state_frames(con: duckdb.DuckDBPyConnection, as_of: str) -> dict[str, pl.DataFrame]:
+    """The frames the look's stored state is built from (``look_state.FRAMES``), as of ``as_of``."""
+    return _prepare(con, as_of).frames
 
 
-def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = False, reuse: bool = True) -> LookInputs:
-    """The frames of one pass of looks as of ``as_of`` (see the module docstring).
+def refresh_state(con: duckdb.DuckDBPyConnection, as_of: str, fresh: bool = False) -> pl.DataFrame:
+    """Update the look's stored state for what changed (``look_state.update_look_state``);
+    returns the dirty experiments ``experiment_id, from_day``."""
+    return update_look_state(con, state_frames(con, as_of), fresh=fresh)
+
+
+def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = False) -> LookInputs:
+    """The frames of one pass of looks as of ``as_of`` (see the module docstring), read from
+    the look's stored state (bring it up to date first: :func:`refresh_state`).
 
     Args:
         con: an open warehouse connection.
         as_of: the night asked for (``YYYY-MM-DD``).
         only_night: compute the night ``as_of`` alone (the path is still evaluated for rule
-            1); by default every night of every experiment is computed (and rewritten).
-        reuse: reuse the stored aggregates when nothing changed (see :func:`_aggregates`);
-            False aggregates again.
+            1); by default every night of every experiment is computed.
     """
     prepared = _prepare(con, as_of)
     registrations, events, arms = prepared.registrations, prepared.events, prepared.arms
     segments, shares, snapshots, comps, experiments = (prepared.segments, prepared.shares, prepared.snapshots,
                                                        prepared.comparisons, prepared.experiments)
-    unit_stats, assigned, violations, drift, both, first = _aggregates(con, prepared.params, prepared.frames, reuse)
+    unit_stats, assigned, violations, drift, both, first = read_state(con, prepared.params["as_of_end"],
+                                                                      prepared.frames["epoch_bounds"])
     binary = pl.col("metric").replace_strict({m: spec.binary for m, spec in CATALOGUE.items()}, default=False,
                                              return_dtype=pl.Boolean)
     snap_stats = snapshots.with_columns(binary.alias("binary")).select(
@@ -229,69 +225,28 @@ def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = F
     )
 
 
-AGGREGATES: tuple[str, ...] = (
-    "aggregate_unit_statistics", "count_assigned_units", "count_contract_violations", "find_control_drift",
-    "count_users_in_both_arms", "select_first_assignments",
-)
-"""The SQL aggregates a pass of looks reads, in the order :func:`_aggregates` returns them."""
+def take_looks(con: duckdb.DuckDBPyConnection, as_of: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Every night of every experiment up to ``as_of``, from the state brought up to date:
+    ``(looks, dirty experiments with their from_day)``."""
+    dirty = refresh_state(con, as_of)
+    return analyse(read_inputs(con, as_of)), dirty
 
 
-def _aggregates(con: duckdb.DuckDBPyConnection, params: dict, frames: dict[str, pl.DataFrame], reuse: bool = True) -> list[pl.DataFrame]:
-    """The frames of ``AGGREGATES`` as of ``params["as_of_end"]``, reused when nothing changed.
-
-    The queries read only data with event times before the look's end. When the staged data,
-    the registered frames and the SQL are those of the last pass (same fingerprint) and all
-    data lies before that pass's end (every event time is before the day after the last
-    landed day), a later end filters nothing more, so the stored frames are the answer: a
-    night with nothing newly landed does not aggregate everything again. On a read-only
-    connection the frames are computed and not stored.
-    """
-    texts = [load_sql(name) for name in AGGREGATES]
-    digests = [str(frame.hash_rows(seed=0).sum()) + str(frame.shape) + str(frame.schema) for frame in frames.values()]
-    fingerprint = input_fingerprint(con, *texts, *digests)
-    end = params["as_of_end"]
-    data_end = con.execute(
-        "SELECT max(partition_day) + INTERVAL 1 DAY FROM landing_manifest WHERE superseded_at IS NULL").fetchone()[0]
-    state = con.execute("SELECT fingerprint, covers_until FROM internal.look_cache_state").fetchall() \
-        if _has_table(con, "internal", "look_cache_state") else []
-    if reuse and state and state[0][0] == fingerprint and data_end is not None and _utc(data_end) <= state[0][1] <= end:
-        return [con.execute(f"SELECT * FROM internal.look_cache_{name}").pl() for name in AGGREGATES]
-    for name, frame in frames.items():
-        con.register(name, frame)
-    try:
-        results = [con.execute(text, params).pl() for text in texts]
-    finally:
-        for name in frames:
-            con.unregister(name)
-    if _writable(con):
-        with transaction(con, **{f"result_{i}": r for i, r in enumerate(results)}):
-            for i, name in enumerate(AGGREGATES):
-                con.execute(f"CREATE OR REPLACE TABLE internal.look_cache_{name} AS SELECT * FROM result_{i}")
-            con.execute("CREATE OR REPLACE TABLE internal.look_cache_state AS SELECT CAST($f AS VARCHAR) AS fingerprint, "
-                        "CAST($end AS TIMESTAMPTZ) AS covers_until", {"f": fingerprint, "end": end})
-    return results
+def take_look(con: duckdb.DuckDBPyConnection, as_of: str, fresh: bool = False) -> pl.DataFrame:
+    """The look of one night only (the rows of ``as_of``); with ``fresh``, from a state built
+    from scratch on this connection (read-only is fine), whatever is stored."""
+    if fresh:
+        refresh_state(con, as_of, fresh=True)
+    return analyse(read_inputs(con, as_of, only_night=True))
 
 
-def _writable(con: duckdb.DuckDBPyConnection) -> bool:
-    return not con.execute("SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
-
-
-def _has_table(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-                            [schema, table]).fetchone()[0])
-
-
-def _utc(moment) -> dt.datetime:
-    if isinstance(moment, dt.datetime):
-        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return dt.datetime.combine(moment, dt.time(), tzinfo=UTC)
-
-
-def take_looks(con: duckdb.DuckDBPyConnection, as_of: str, reuse: bool = True) -> pl.DataFrame:
-    """Every night of every experiment up to ``as_of``, recomputed from the staged data."""
-    return analyse(read_inputs(con, as_of, reuse=reuse))
-
-
-def take_look(con: duckdb.DuckDBPyConnection, as_of: str, reuse: bool = True) -> pl.DataFrame:
-    """The look of one night only (the rows of ``as_of``)."""
-    return analyse(read_inputs(con, as_of, only_night=True, reuse=reuse))
+def nights_to_write(looks: pl.DataFrame, dirty: pl.DataFrame, as_of: str, everything: bool = False) -> pl.DataFrame:
+    """``experiment_id, as_of`` of the nights a pass writes: tonight for every experiment, and
+    for each dirty experiment every night on and after its ``from_day`` (all of them with
+    ``everything``, e.g. a table just recreated). The other nights' inputs did not change."""
+    nights = looks.select("experiment_id", "as_of").unique()
+    if everything:
+        return nights.sort("experiment_id", "as_of")
+    tonight = nights.filter(pl.col("as_of") == dt.date.fromisoformat(as_of))
+    changed = nights.join(dirty, on="experiment_id").filter(pl.col("as_of") >= pl.col("from_day")).drop("from_day")
+    return pl.concat([tonight, changed]).unique().sort("experiment_id", "as_of")

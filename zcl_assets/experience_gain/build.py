@@ -10,10 +10,10 @@ import duckdb
 import polars as pl
 
 from contracts.evaluation import load_evaluation_contracts
-from resources.warehouse import transaction
 from sql import load_sql
 from zcl_assets.experience_gain.gain import pool_gains, task_gain
 from zcl_assets.ingest.versions import built_at, input_fingerprint, record_built
+from zcl_assets.warehouse import transaction
 
 BY_TASK_SCHEMA = {
     "org_id": pl.String, "task_type": pl.String, "experiment_id": pl.String, "metric": pl.String, "direction": pl.String,
@@ -94,7 +94,7 @@ def build_experience_gain(con: duckdb.DuckDBPyConnection, alpha: float = 0.05) -
 def build_loop_health(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Rebuild ``loop_health`` (per organization and week) unless its inputs are unchanged; returns its rows."""
     contracts = [f"{c.source}:{','.join(c.authoritative_kinds)}" for c in load_evaluation_contracts()]
-    fingerprint = input_fingerprint(con, load_sql("experience_gain/create_loop_health"), load_sql("create_verification_records"), *contracts)
+    fingerprint = input_fingerprint(con, load_sql("experience_gain/create_loop_health"), load_sql("select_verification_records"), *contracts)
     if built_at(con, "loop_health", fingerprint, "loop_health") is None:
         with transaction(con):
             con.execute(load_sql("experience_gain/create_loop_health"))

@@ -11,11 +11,11 @@ from typing import NamedTuple
 import duckdb
 import polars as pl
 
-from resources.warehouse import transaction
 from sql import load_sql
 from zcl_assets.funnel.budgets import Budgets
 from zcl_assets.funnel.exploration import exploration_share
 from zcl_assets.funnel.lifecycle import OUTCOMES, stage_order_frame, transitions_frame
+from zcl_assets.warehouse import transaction
 
 
 class FunnelBuild(NamedTuple):

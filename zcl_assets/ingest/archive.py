@@ -24,9 +24,9 @@ import duckdb
 import polars as pl
 
 from resources.landing import LandingStore
-from resources.warehouse import transaction
 from sql import load_sql
 from zcl_assets.ingest.readers import ArchivedFile, count_rows
+from zcl_assets.warehouse import transaction
 
 _CHUNK = 1 << 20
 

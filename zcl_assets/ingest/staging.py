@@ -1,29 +1,30 @@
-"""Staging: the archived files of the pending days of a table to staged rows and quarantine.
+"""Staging: the archived files of the changed days of a table to staged rows and quarantine.
 
-One pass per table and run, over every pending day at once:
+One pass per table and run, over its pending days (or those of them a run asks for) at once:
 
-1. **Candidates.** Every archived file of the pending days is read (``readers``) and run
-   through the generated contract SQL (``contracts.validate``): typed fields, and for a row
-   breaking a row-level rule its rule, reasons and record. Experiments also get the
-   registration structure checks (``contracts.registration``).
-2. **Cross-row rules** over the *subject*: the candidates that passed, plus the staged and
-   held rows of every other day. Keys are unique (the first row by day, file and row is
-   kept) and references resolve against the other staged tables as they are after this
-   run. Because the subject is the whole post-replacement state, loading, correcting and
-   reloading gives the same tables as a fresh load of the corrected files.
-3. **One transaction** replaces the pending days' rows, moves rows of other days between
-   ``staged_<table>`` and ``internal.held_<table>`` (contract-valid rows held back by a
-   cross-row rule, re-checked every run: an outcome whose session lands later is staged
-   then), rewrites the table's contract quarantine rows and clears the pending days.
-
-A table is staged again when it has pending days or when a table its cross-row rules read
-changed since its last staging (``internal.staging_state``).
+1. **Candidates.** Every archived file of those days is read (``readers``) and run through
+   the generated contract SQL (``contracts.validate``): typed fields, and for a row breaking
+   a row-level rule its rule, reasons and record. Experiments also get the registration
+   structure checks (``contracts.registration``).
+2. **Cross-row rules** over the *subject*: the candidates that passed, and the staged and held
+   rows of other days that a change can affect, found by key lookups: rows with the key of a
+   changed row (a duplicate key may move between days) and rows whose reference changed in
+   the tables the rules read (``DEPENDENCIES``; their changes come from the change log,
+   ``changelog``). Keys are unique (the first row by day, file and row is kept) and references
+   resolve against the other staged tables as they are now, so loading, correcting and
+   reloading gives the same tables as a fresh load of the corrected files; no rule re-reads
+   the whole table.
+3. **One transaction** replaces the rows of those days, moves subject rows of other days
+   between ``staged_<table>`` and ``internal.held_<table>`` (contract-valid rows held back by
+   a cross-row rule: an outcome whose session lands later is staged then), rewrites the
+   quarantine rows of the days and of the re-checked rows, records the keys it changed in the
+   change log, and clears the days from the queue.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -34,8 +35,8 @@ from contracts.registration import registration_problems
 from contracts.schema import quote_identifier
 from contracts.tables import CONTRACTS
 from contracts.validate import Source, candidate_select
-from resources.warehouse import transaction
 from sql import load_sql
+from zcl_assets.ingest import changelog
 from zcl_assets.ingest.readers import (
     CSV_SUFFIXES,
     JSON_SUFFIXES,
@@ -48,6 +49,8 @@ from zcl_assets.ingest.readers import (
     read_json_lines,
     unreadable,
 )
+from zcl_assets.ingest.versions import code_fingerprint
+from zcl_assets.warehouse import transaction
 
 CROSS_ROW_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "experiment_events": (("unknown_experiment", "find_unregistered_experiments"),),
@@ -68,20 +71,26 @@ CROSS_ROW_RULES: dict[str, tuple[tuple[str, str], ...]] = {
 """Per table, its reference rules in order: (rule, SQL file over ``subject``). Every table
 also has ``duplicate_key``, checked first."""
 
-STAGING_DEPENDS_ON: dict[str, tuple[str, ...]] = {
-    "experiments": (),
-    "experiment_events": ("experiments",),
-    "sessions": (),
-    "assignments": ("experiments",),
-    "outcomes": ("sessions", "assignments"),
-    "admission_events": (),
-    "arm_snapshots": ("experiments",),
+DEPENDENCIES: dict[str, dict[str, str]] = {
+    "experiments": {},
+    "experiment_events": {"experiments": "experiment_id"},
+    "sessions": {},
+    "assignments": {"experiments": "experiment_id"},
+    "outcomes": {"sessions": "session_id", "assignments": "session_id"},
+    "admission_events": {},
+    "arm_snapshots": {"experiments": "experiment_id"},
 }
+"""Per table, the staged tables its cross-row rules read and the column of its own rows that
+refers to them: a change of that key there re-checks the rows here that carry it."""
+
+STAGING_DEPENDS_ON: dict[str, tuple[str, ...]] = {t: tuple(deps) for t, deps in DEPENDENCIES.items()}
 """The staged tables each table's cross-row rules read (staged before it)."""
 
 CROSS_ROW_RULE_NAMES: frozenset[str] = frozenset(
     {"duplicate_key"} | {rule for rules in CROSS_ROW_RULES.values() for rule, _ in rules}
 )
+
+_LINEAGE = ("partition_day", "source_file", "source_row")
 
 
 class StageResult(NamedTuple):
@@ -91,7 +100,7 @@ class StageResult(NamedTuple):
         table: the landing table.
         days: per staged day ``(day, raw rows, staged rows, quarantined rows)``.
         by_rule: quarantined rows of those days by rule.
-        rechecked: the cross-row rules ran (pending days or a changed dependency).
+        rechecked: the cross-row rules ran (days to stage or a changed dependency).
         released: rows of other days moved from held to staged.
         held_back: rows of other days moved from staged to held.
         preview: up to 10 quarantined rows of this pass (lineage, rule, reason).
@@ -119,83 +128,168 @@ def held_table(table: str) -> str:
     return CONTRACTS[table].held_table
 
 
-def _versions(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, str]]:
-    return {t: (v, c) for t, v, c in con.execute("SELECT table_name, version, checked_against FROM internal.staging_state").fetchall()}
+def rules_fingerprint(table: str) -> str:
+    """Fingerprint of the cross-row rules of ``table``: new rules re-check the whole table once."""
+    texts = [load_sql("find_duplicate_keys"), *(load_sql(name) for _, name in CROSS_ROW_RULES.get(table, ()))]
+    return code_fingerprint(table, *texts)
+
+
+def pending_days(con: duckdb.DuckDBPyConnection, table: str, days: Sequence[str] | None = None) -> list[str]:
+    """The days of ``table`` waiting to be staged (those among ``days`` when given)."""
+    pending = [d for (d,) in con.execute(load_sql("select_pending_days"), {"table": table}).fetchall()]
+    return pending if days is None else [d for d in pending if d in set(days)]
 
 
 def needs_staging(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     """True when ``table`` has pending days or a table its rules read changed since."""
-    pending = con.execute(load_sql("select_pending_days"), {"table": table}).fetchall()
-    if pending:
+    if pending_days(con, table):
         return True
-    versions = _versions(con)
-    wanted = json.dumps({d: versions.get(d, (0, ""))[0] for d in STAGING_DEPENDS_ON[table]}, sort_keys=True)
-    return versions.get(table, (0, json.dumps({d: 0 for d in STAGING_DEPENDS_ON[table]}, sort_keys=True)))[1] != wanted
+    consumer = CONTRACTS[table].staged_table
+    if not DEPENDENCIES[table]:
+        return False
+    return changelog.has_changes(con, changelog.changes_since(con, consumer, rules_fingerprint(table)))
 
 
-def stage_table(con: duckdb.DuckDBPyConnection, table: str) -> StageResult:
-    """Stage the pending days of ``table`` and re-check its cross-row rules (see module doc).
+def stage_table(con: duckdb.DuckDBPyConnection, table: str, days: Sequence[str] | None = None) -> StageResult:
+    """Stage the pending days of ``table`` (those among ``days`` when given) and re-check what
+    their changes and the changes of its dependencies touch (see the module doc).
 
     Raises:
         KeyError: unknown table.
     """
     contract = CONTRACTS[table]
-    if not needs_staging(con, table):
+    fingerprint = rules_fingerprint(table)
+    changes = changelog.changes_since(con, contract.staged_table, fingerprint) if DEPENDENCIES[table] else None
+    pending = pending_days(con, table, days)
+    if not pending and not (changes and changelog.has_changes(con, changes)):
         return StageResult(table, [], {}, False, 0, 0, pl.DataFrame())
-    files = [ArchivedFile(day, name, Path(path)) for day, name, path in con.execute(load_sql("select_pending_files"), {"table": table}).fetchall()]
-    pending = [d for (d,) in con.execute(load_sql("select_pending_days"), {"table": table}).fetchall()]
+    files = [ArchivedFile(day, name, Path(path)) for day, name, path in con.execute(
+        load_sql("select_pending_files"), {"table": table}).fetchall() if day in set(pending)]
     _build_candidates(con, table, files)
     if table == "experiments":
         _registration_rules(con)
-    con.execute("CREATE OR REPLACE TEMP TABLE pending AS SELECT CAST(unnest($days::VARCHAR[]) AS DATE) AS partition_day", {"days": pending})
-    fields = ", ".join(quote_identifier(f) for f in contract.field_names)
-    lineage = "partition_day, source_file, source_row"
-    con.execute(
-        f"CREATE OR REPLACE TEMP VIEW subject AS "
-        f"SELECT {lineage}, {fields} FROM candidates WHERE __rule IS NULL "
-        f"UNION ALL SELECT {lineage}, {fields} FROM {held_table(table)} WHERE partition_day NOT IN (SELECT partition_day FROM pending) "
-        f"UNION ALL SELECT {lineage}, {fields} FROM {contract.staged_table} WHERE partition_day NOT IN (SELECT partition_day FROM pending)"
-    )
+    con.execute("CREATE OR REPLACE TEMP TABLE pending AS SELECT CAST(unnest($days::VARCHAR[]) AS DATE) AS partition_day",
+                {"days": pending})
+    _subject(con, table, changes)
     _cross_row_failures(con, table)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE new_held AS SELECT s.* FROM subject s SEMI JOIN cross_failures USING ({lineage})")
-    released = con.execute(
-        f"SELECT count(*) FROM {held_table(table)} h WHERE partition_day NOT IN (SELECT partition_day FROM pending) "
-        f"AND NOT EXISTS (SELECT 1 FROM new_held n WHERE n.partition_day = h.partition_day AND n.source_file = h.source_file AND n.source_row = h.source_row)"
-    ).fetchone()[0]
-    held_back = con.execute(
-        f"SELECT count(*) FROM new_held n WHERE partition_day NOT IN (SELECT partition_day FROM pending) AND EXISTS "
-        f"(SELECT 1 FROM {contract.staged_table} s WHERE n.partition_day = s.partition_day AND n.source_file = s.source_file AND n.source_row = s.source_row)"
-    ).fetchone()[0]
-    versions = _versions(con)
-    checked = json.dumps({d: versions.get(d, (0, ""))[0] for d in STAGING_DEPENDS_ON[table]}, sort_keys=True)
-    params = {"table": table}
+    released, held_back = _moves(con, table)
     with transaction(con):
+        _record_changes(con, table)
+        _replace_rows(con, table)
+        _replace_quarantine(con, table)
+        con.execute("DELETE FROM internal.pending_days WHERE table_name = $table AND partition_day IN (SELECT partition_day FROM pending)",
+                    {"table": table})
+        con.execute(load_sql("upsert_staging_state"), {"table": table, "checked": fingerprint})
+        if changes is not None:
+            changelog.advance(con, contract.staged_table, fingerprint, changes)
+    return _result(con, table, pending, released, held_back)
+
+
+def _key_columns(table: str) -> str:
+    return ", ".join(quote_identifier(k) for k in CONTRACTS[table].key)
+
+
+def _subject(con: duckdb.DuckDBPyConnection, table: str, changes: changelog.Changes | None) -> None:
+    """Temp tables ``recheck`` (the staged and held rows of other days a change can affect, each
+    with whether it is held) and ``subject`` (the candidates that passed, and those rows)."""
+    contract = CONTRACTS[table]
+    fields = ", ".join(quote_identifier(f) for f in contract.field_names)
+    lineage = ", ".join(_LINEAGE)
+    other = (
+        f"(SELECT {lineage}, {fields}, true AS __held FROM {contract.held_table} WHERE partition_day NOT IN (SELECT partition_day FROM pending) "
+        f"UNION ALL SELECT {lineage}, {fields}, false FROM {contract.staged_table} WHERE partition_day NOT IN (SELECT partition_day FROM pending))"
+    )
+    key = _key_columns(table)
+    if changes is not None and changes.full:
+        found = [f"SELECT * FROM {other}"]
+    else:
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE released AS SELECT h.* FROM {held_table(table)} h ANTI JOIN new_held USING ({lineage}) "
-            f"WHERE h.partition_day NOT IN (SELECT partition_day FROM pending)"
+            f"CREATE OR REPLACE TEMP TABLE changed_keys AS SELECT DISTINCT {key} FROM ("
+            f"SELECT {key} FROM candidates WHERE __rule IS NULL "
+            f"UNION ALL SELECT {key} FROM {contract.staged_table} WHERE partition_day IN (SELECT partition_day FROM pending) "
+            f"UNION ALL SELECT {key} FROM {contract.held_table} WHERE partition_day IN (SELECT partition_day FROM pending))"
         )
-        con.execute(
-            f"DELETE FROM {contract.staged_table} s WHERE s.partition_day IN (SELECT partition_day FROM pending) "
-            f"OR EXISTS (SELECT 1 FROM new_held n WHERE n.partition_day = s.partition_day AND n.source_file = s.source_file AND n.source_row = s.source_row)"
-        )
-        con.execute(
-            f"INSERT INTO {contract.staged_table} BY NAME SELECT {lineage}, {fields} FROM ("
-            f"SELECT {lineage}, {fields} FROM candidates c ANTI JOIN new_held USING ({lineage}) WHERE c.__rule IS NULL "
-            f"UNION ALL SELECT {lineage}, {fields} FROM released)"
-        )
-        con.execute(f"DELETE FROM {held_table(table)}")
-        con.execute(f"INSERT INTO {held_table(table)} BY NAME SELECT * FROM new_held ORDER BY {lineage}")
-        con.execute(load_sql("delete_contract_quarantine"), {"table": table, "cross_row_rules": sorted(CROSS_ROW_RULE_NAMES)})
-        con.execute(load_sql("insert_contract_quarantine"), params)
-        con.execute(
-            f"INSERT INTO quarantine (source_table, partition_day, source_file, source_row, stage, rule, reason, record, quarantined_at) "
-            f"SELECT $table, f.partition_day, f.source_file, f.source_row, 'contract', f.rule, f.reason, "
-            f"CAST(to_json(struct_pack({', '.join(f'{quote_identifier(n)} := h.{quote_identifier(n)}' for n in contract.field_names)})) AS VARCHAR), current_timestamp "
-            f"FROM cross_failures f JOIN new_held h USING ({lineage}) ORDER BY {lineage}",
-            params,
-        )
-        con.execute("DELETE FROM internal.pending_days WHERE table_name = $table", params)
-        con.execute(load_sql("upsert_staging_state"), {"table": table, "checked": checked})
+        found = [f"SELECT o.* FROM {other} o SEMI JOIN changed_keys USING ({key})"]
+        for column in sorted(set(DEPENDENCIES[table].values())):
+            sources = [CONTRACTS[d].staged_table for d, c in DEPENDENCIES[table].items() if c == column]
+            found.append(
+                f"SELECT o.* FROM {other} o WHERE o.{quote_identifier(column)} IN ("
+                f"SELECT {column} FROM {changes.relation} WHERE list_contains({_text_list(sources)}, source))"
+            )
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE recheck AS SELECT * FROM ({' UNION ALL '.join(found)}) "
+        f"QUALIFY row_number() OVER (PARTITION BY {lineage}) = 1"
+    )
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE subject AS SELECT {lineage}, {fields} FROM candidates WHERE __rule IS NULL "
+        f"UNION ALL SELECT {lineage}, {fields} FROM recheck"
+    )
+
+
+def _text_list(values: Sequence[str]) -> str:
+    return "[" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + "]"
+
+
+def _moves(con: duckdb.DuckDBPyConnection, table: str) -> tuple[int, int]:
+    """(held rows of other days now released, staged rows of other days now held back)."""
+    lineage = ", ".join(_LINEAGE)
+    return con.execute(
+        f"SELECT count(*) FILTER (WHERE r.__held AND f.source_row IS NULL), count(*) FILTER (WHERE NOT r.__held AND f.source_row IS NOT NULL) "
+        f"FROM recheck r LEFT JOIN cross_failures f USING ({lineage})"
+    ).fetchone()
+
+
+def _record_changes(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """Append the keys of the staged rows this pass removes or writes to the change log."""
+    contract = CONTRACTS[table]
+    names = set(contract.field_names)
+    keys = ", ".join(
+        f"{quote_identifier(k) if k in names else 'NULL'} AS {k}" for k in ("experiment_id", "session_id")
+    ) + ", partition_day AS day"
+    changelog.record(
+        con, contract.staged_table,
+        f"SELECT {keys} FROM {contract.staged_table} WHERE partition_day IN (SELECT partition_day FROM pending) "
+        f"UNION ALL SELECT {keys} FROM subject",
+    )
+
+
+def _replace_rows(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """The staged and held rows of the pending days and of the re-checked rows, replaced."""
+    contract = CONTRACTS[table]
+    fields = ", ".join(quote_identifier(f) for f in contract.field_names)
+    lineage = ", ".join(_LINEAGE)
+    rechecked = bool(con.execute("SELECT count(*) FROM recheck").fetchone()[0])
+    for target in (contract.staged_table, contract.held_table):
+        con.execute(f"DELETE FROM {target} WHERE partition_day IN (SELECT partition_day FROM pending)")
+        if rechecked:  # rows of other days whose verdict is taken again
+            con.execute(
+                f"DELETE FROM {target} t USING recheck r WHERE r.partition_day = t.partition_day "
+                f"AND r.source_file = t.source_file AND r.source_row = t.source_row"
+            )
+    con.execute(f"INSERT INTO {contract.staged_table} BY NAME SELECT {lineage}, {fields} FROM subject ANTI JOIN cross_failures USING ({lineage})")
+    con.execute(f"INSERT INTO {contract.held_table} BY NAME SELECT {lineage}, {fields} FROM subject SEMI JOIN cross_failures USING ({lineage}) "
+                f"ORDER BY {lineage}")
+
+
+def _replace_quarantine(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """The contract quarantine rows of the pending days and of the re-checked rows, rewritten."""
+    contract = CONTRACTS[table]
+    params = {"table": table}
+    con.execute(load_sql("delete_contract_quarantine"), params | {"cross_row_rules": sorted(CROSS_ROW_RULE_NAMES)})
+    con.execute(load_sql("insert_contract_quarantine"), params)
+    packed = ", ".join(f"{quote_identifier(n)} := s.{quote_identifier(n)}" for n in contract.field_names)
+    con.execute(
+        f"INSERT INTO quarantine (source_table, partition_day, source_file, source_row, stage, rule, reason, record, quarantined_at) "
+        f"SELECT $table, f.partition_day, f.source_file, f.source_row, 'contract', f.rule, f.reason, "
+        f"CAST(to_json(struct_pack({packed})) AS VARCHAR), current_timestamp "
+        f"FROM cross_failures f JOIN subject s USING ({', '.join(_LINEAGE)}) ORDER BY {', '.join(_LINEAGE)}",
+        params,
+    )
+
+
+def _result(con: duckdb.DuckDBPyConnection, table: str, pending: list[str], released: int, held_back: int) -> StageResult:
+    contract = CONTRACTS[table]
+    params = {"table": table}
     days = con.execute(load_sql("count_staged_days").format(staged=contract.staged_table), params | {"days": pending}).fetchall()
     by_rule = dict(Counter(dict(con.execute(
         "SELECT rule, count(*) FROM quarantine WHERE source_table = $table AND stage = 'contract' "

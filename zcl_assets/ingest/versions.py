@@ -18,6 +18,14 @@ import duckdb
 from sql import load_sql
 
 
+def code_fingerprint(*code: str) -> str:
+    """SHA-256 of code texts (SQL, rules): what a table was built by, whatever its inputs."""
+    digest = hashlib.sha256()
+    for text in code:
+        digest.update(text.encode() + b"\x00")
+    return digest.hexdigest()
+
+
 def input_fingerprint(con: duckdb.DuckDBPyConnection, *code: str) -> str:
     """SHA-256 of the staged tables' versions and the given code texts (SQL, contracts).
 

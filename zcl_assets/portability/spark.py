@@ -1,8 +1,10 @@
 """The look's SQL aggregates on Apache Spark, checked against DuckDB's on the same warehouse.
 
-The heavy work of a look is the SQL of ``zcl_assets.analysis.look.AGGREGATES`` (files under
-``sql/``): sufficient statistics per experiment, arm, stratum and day, assigned units, contract
-violations, control drift, users in both arms, first assignments. A user who outgrows one
+The heavy work of a look is the SQL of ``zcl_assets.analysis.look_state.AGGREGATES`` (files
+under ``sql/``): the daily sums of the sufficient statistics per experiment, arm, stratum and
+day, units first assigned, contract violations, control digests, users in a second arm, first
+assignments, built here for the whole history; then the reads of one look from them
+(``look_state.READS``). A user who outgrows one
 machine runs the same files on Spark. :func:`spark_sql` translates a file with SQLGlot
 (DuckDB dialect to Spark) and makes the two changes Spark needs:
 
@@ -10,7 +12,7 @@ machine runs the same files on Spark. :func:`spark_sql` translates a file with S
 - ``HUGEINT`` (DuckDB's 128-bit integer, used for exact sums) becomes ``DECIMAL(38, 0)``,
   Spark's widest exact integer;
 
-and writes the look's parameters (``$as_of_end``) in as literals.
+and writes the look's parameters (``$from_at``, ``$as_of_end``) in as literals.
 
 :func:`run_on_duckdb` runs every file on DuckDB and exports the warehouse tables and
 registered frames the files read to Parquet; :func:`run_on_spark` runs the same files on a
@@ -35,7 +37,8 @@ import sqlglot
 from sqlglot import exp
 
 from sql import load_sql
-from zcl_assets.analysis.look import AGGREGATES, aggregate_inputs
+from zcl_assets.analysis.look import look_end, state_frames
+from zcl_assets.analysis.look_state import AGGREGATES, READS, full_build_inputs
 
 RELATIVE_TOLERANCE = 1e-12
 """Largest relative difference of two doubles counted as equal: the engines sum doubles in
@@ -130,14 +133,15 @@ def run_on_duckdb(con: duckdb.DuckDBPyConnection, as_of: str, folder: str | os.P
     Raises:
         OSError: ``folder`` cannot be written to.
     """
-    params, frames = aggregate_inputs(con, as_of)
-    texts = {name: load_sql(name) for name in AGGREGATES}
+    params, frames = full_build_inputs(con, state_frames(con, as_of))
+    params = {**params, "as_of_end": look_end(as_of)}
+    texts = {name: load_sql(name) for name in (*AGGREGATES, *READS)}
     tables = sorted(set().union(*(tables_read(t) for t in texts.values())) - set(frames))
     Path(folder).mkdir(parents=True, exist_ok=True)
     inputs = {}
     for name in tables:
         inputs[name] = Path(folder) / f"{name}.parquet"
-        con.execute(f"COPY (SELECT * FROM \"{name}\") TO '{inputs[name]}' (FORMAT parquet)")
+        con.execute(f"COPY (SELECT {_exact_columns(con, name)} FROM \"{name}\") TO '{inputs[name]}' (FORMAT parquet)")
     for name, frame in frames.items():
         inputs[name] = Path(folder) / f"{name}.parquet"
         frame.write_parquet(inputs[name])
@@ -150,9 +154,16 @@ def run_on_duckdb(con: duckdb.DuckDBPyConnection, as_of: str, folder: str | os.P
     return DuckDBSide(as_of, params, texts, inputs, results)
 
 
+def _exact_columns(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    """The select list of ``table`` with its 128-bit integers as DECIMAL(38, 0), which Parquet
+    keeps exactly (and Spark reads as its widest exact integer)."""
+    columns = con.execute(f"DESCRIBE \"{table}\"").fetchall()
+    return ", ".join(f'CAST("{n}" AS DECIMAL(38, 0)) AS "{n}"' if t == "HUGEINT" else f'"{n}"' for n, t, *_ in columns)
+
+
 def run_on_spark(spark, side: DuckDBSide) -> list[AggregateComparison]:
     """Run the same files on ``spark`` over the Parquet inputs of ``side`` and compare each result
-    with DuckDB's, one :class:`AggregateComparison` per file, in ``AGGREGATES`` order."""
+    with DuckDB's, one :class:`AggregateComparison` per file, in ``AGGREGATES`` then ``READS`` order."""
     for name, path in side.inputs.items():
         spark.read.parquet(str(path)).createOrReplaceTempView(name)
     out = []

@@ -1,17 +1,15 @@
 """Nightly assets: verification records, the experience fact table, frozen plans, the look, knowledge."""
 
 import datetime as dt
-import json
 
 import dagster as dg
 import polars as pl
 
 from contracts.evaluation import load_evaluation_contracts
 from resources import Warehouse
-from resources.warehouse import transaction
 from sql import load_sql
 from zcl_assets.analysis.knowledge import GATE_VERSION, promote
-from zcl_assets.analysis.look import take_looks
+from zcl_assets.analysis.look import nights_to_write, take_looks
 from zcl_assets.analysis.registration import (
     DEFAULT_ALPHA_SLOTS,
     RegistrationPolicy,
@@ -21,8 +19,9 @@ from zcl_assets.analysis.registration import (
     refusal_quarantine,
 )
 from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS, EXPERIMENT_PLANS, KNOWLEDGE_RECORDS
-from zcl_assets.ingest.versions import built_at, input_fingerprint, record_built
+from zcl_assets.experience.build import build_experience, build_verification_records
 from zcl_assets.reports.markdown import markdown_table
+from zcl_assets.warehouse import transaction
 
 STAGED = [dg.AssetKey(f"staged_{t}") for t in ("experiments", "sessions", "assignments", "outcomes")]
 
@@ -45,23 +44,10 @@ class LookConfig(dg.Config):
 def verification_records(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """Every staged outcome judged by its task type's evaluation contract (contracts/evaluation/*.yaml):
     who decided it (evaluator id, version, kind) and whether that kind is authoritative. Non-authoritative
-    outcomes are kept and counted, never used for decisions."""
-    contracts = load_evaluation_contracts()
-    batch = pl.DataFrame(
-        {
-            "task_type": [c.task_type for c in contracts],
-            "authoritative_kinds": [list(c.authoritative_kinds) for c in contracts],
-            "source": [c.source for c in contracts],
-        }
-    )
+    outcomes are kept and counted, never used for decisions. A night rebuilds the records of the sessions
+    whose outcomes or session rows changed."""
     with warehouse.connect() as con:
-        fingerprint = input_fingerprint(con, json.dumps(batch.to_dicts()), load_sql("create_verification_records"))
-        kept = built_at(con, "verification_records", fingerprint, "verification_records")
-        if kept is None:
-            with transaction(con, evaluation_contracts_batch=batch):
-                con.execute(load_sql("create_evaluation_contracts"))
-                con.execute(load_sql("create_verification_records"))
-                record_built(con, "verification_records", fingerprint)
+        rebuilt = build_verification_records(con, load_evaluation_contracts())
         counts = con.execute(
             "SELECT evaluator_kind, authoritative, count(*) AS outcomes FROM verification_records GROUP BY ALL ORDER BY ALL"
         ).pl()
@@ -70,8 +56,7 @@ def verification_records(context: dg.AssetExecutionContext, warehouse: Warehouse
             "dagster/row_count": int(counts.get_column("outcomes").sum() or 0),
             "authoritative": int(counts.filter(pl.col("authoritative")).get_column("outcomes").sum() or 0),
             "by_kind": dg.MetadataValue.md(markdown_table(counts)),
-            "rebuilt": kept is None,
-            "inputs_unchanged_since": str(kept) if kept else "",
+            "rebuilt": rebuilt,
         }
     )
 
@@ -86,20 +71,10 @@ def experience(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.Ma
     """The analysis fact table: one row per (experiment, session) with its arm, unit and verified
     outcome. Assignments whose session is missing or delivered another arm, units assigned to several
     arms or contaminated by such a row (user-randomized), and repeated units of unit-level experiments
-    go to `quarantine` (stage `experience`) with the rule and reason."""
-    steps = ("select_experience_exclusions", "insert_experience_unit_exclusions", "create_experience",
-             "delete_experience_quarantine", "insert_experience_quarantine")
-    code = [load_sql(n) for n in ("create_verification_records", *steps)]
+    go to `quarantine` (stage `experience`) with the rule and reason. A night rebuilds the rows of the
+    sessions and units its changes touch."""
     with warehouse.connect() as con:
-        fingerprint = input_fingerprint(con, *code, *(c.source + ":" + ",".join(c.authoritative_kinds)
-                                                      for c in load_evaluation_contracts()))
-        unchanged_since = built_at(con, "experience", fingerprint, "experience")
-        if unchanged_since is None:
-            with transaction(con):
-                for step in steps:
-                    con.execute(load_sql(step))
-                con.execute("DROP TABLE experience_exclusions")
-                record_built(con, "experience", fingerprint)
+        rebuilt = build_experience(con, load_evaluation_contracts())
         excluded = con.execute(
             "SELECT rule, count(*) AS rows FROM quarantine WHERE stage = 'experience' GROUP BY ALL ORDER BY ALL"
         ).pl()
@@ -109,8 +84,7 @@ def experience(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.Ma
         metadata={
             "dagster/row_count": int(kept),
             "assignments_by_rule": dg.MetadataValue.md(markdown_table(by_rule)),
-            "rebuilt": unchanged_since is None,
-            "inputs_unchanged_since": str(unchanged_since) if unchanged_since else "",
+            "rebuilt": rebuilt,
         }
     )
 
@@ -191,18 +165,21 @@ def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, w
     descriptive fixed-horizon figures labelled by method (Miettinen-Nurminen score with Fisher's exact test
     for small tables, Welch, delta method); SRM (sequential, chi-square beside it), drift, outcome imbalance
     and contract violations; information fraction, power reached for the MDE, days to the plan, verified
-    share and users in both arms. Every night of every experiment (each day its data changed, and tonight) is
-    recomputed from the staged data in one pass and replaces the stored looks up to tonight, so corrections
-    converge to a fresh load and missed nights are caught up; looks of nights after tonight (a run for an
-    earlier night) are kept."""
+    share and users in both arms. Every experiment is looked at on each day its data changed, on its registration
+    day and tonight; a night writes tonight's look and, for each experiment whose data changed, its looks from
+    the first changed day on (from the stored per-day sums, `arm_day_sums`), so corrections converge to a fresh
+    load and missed nights are caught up; looks of nights after tonight (a run for an earlier night) are kept."""
     as_of = config.day()
     with warehouse.connect() as con:
         recreated = EXPERIMENT_ANALYSIS.ensure(con)
-        look = take_looks(con, as_of)
-        nights = look.select("as_of").unique()
-        with transaction(con, look_batch=look):
+        look, dirty = take_looks(con, as_of)
+        written = nights_to_write(look, dirty, as_of, everything=recreated)
+        batch = look.join(written, on=["experiment_id", "as_of"], how="semi")
+        with transaction(con, look_batch=batch, written_nights=written,
+                         current_nights=look.select("experiment_id", "as_of").unique()):
             con.execute(load_sql("delete_looks"), {"as_of": as_of})
             con.execute(load_sql("insert_look"))
+    nights = written.select("as_of").unique()
     latest = look.filter((pl.col("as_of") == pl.lit(as_of).str.to_date()) & pl.col("is_primary"))
     counts = latest.group_by("decision").len().sort("decision")
     return dg.MaterializeResult(
@@ -210,6 +187,8 @@ def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, w
             "dagster/row_count": look.height,
             "as_of": as_of,
             "nights_written": nights.height,
+            "rows_written": batch.height,
+            "experiments_with_changes": dirty.height,
             "table_recreated": recreated,
             "experiments": look.get_column("experiment_id").n_unique(),
             "decisions": dg.MetadataValue.json({d or "none": int(n) for d, n in counts.iter_rows()}),

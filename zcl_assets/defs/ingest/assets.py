@@ -13,11 +13,11 @@ import polars as pl
 
 from contracts.tables import CONTRACTS
 from resources import LandingStore, Warehouse
-from resources.warehouse import transaction
 from sql import load_sql
 from zcl_assets.defs.metadata import table_metadata
 from zcl_assets.ingest.archive import load_table
 from zcl_assets.ingest.staging import STAGING_DEPENDS_ON, stage_table
+from zcl_assets.warehouse import transaction
 
 
 def _build_raw_asset(table: str) -> dg.AssetsDefinition:

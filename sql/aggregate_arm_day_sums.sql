@@ -1,5 +1,9 @@
--- Cumulative sufficient statistics per experiment, metric, arm and stratum, on every UTC
--- day on which they changed, as of one look ($as_of_end: end of the look's UTC day).
+-- The daily sums of the look: per experiment, metric, arm, stratum and UTC day, the change of
+-- the arm's exact sufficient statistics on that day, for the days on and after each dirty
+-- experiment's from_day (registered frame dirty(experiment_id, from_day); a first build has
+-- every experiment from the first day). Tonight's cumulative statistics are the sums of the
+-- stored changes up to tonight (select_arm_statistics.sql), so a night computes only the days
+-- its changes touch.
 -- An observation enters on the later of its assignment day and its recording day; only
 -- verified outcomes enter; time and tokens are capped at the registered metric_caps.
 --
@@ -7,13 +11,16 @@
 -- (its observations) and its mean v = Y / M. The arm's sums of v, v^2, Y, Y^2, M, M^2, Y M
 -- change on that day by the unit's new state minus its previous state, so cumulative sums
 -- over days give the exact sums over units at every look (Deng, Lu, Litz 2018 for Y, M).
+-- Only units with an observation on or after from_day change on those days; a unit's path is
+-- taken over all its days, so its change on a day is exact whatever came before.
 --
--- Exactness (a rerun is bit-identical): values are rounded once to the metric's resolution
--- (registered frame analysed_metrics) and unit means to resolution / 1e6, and every sum is
--- a HUGEINT, so the order of summation cannot change a result. Centered sums n*Q - S^2 are
--- computed exactly, in doubles only where n*Q would not fit in 128 bits.
+-- Exactness (a rerun is bit-identical, and so is any split of the days between nights):
+-- values are rounded once to the metric's resolution (registered frame analysed_metrics) and
+-- unit means to resolution / 1e6, and every sum is a HUGEINT, so the order of summation
+-- cannot change a result.
 -- Registered frames: analysed_metrics(experiment_id, metric, resolution),
--- segment_bounds(experiment_id, segment, starts_at).
+-- segment_bounds(experiment_id, segment, starts_at); $from_at: the earliest from_day (a bound
+-- that lets the scans skip older rows).
 --
 -- A session's outcome as of a night is its latest authoritative outcome recorded by then: a
 -- session with several (a re-evaluation, a corrected outcome) enters with its first and
@@ -23,20 +30,37 @@
 -- A session-randomized experiment's unit is one row of the experience table: with one
 -- authoritative outcome it is observed once per metric, on one day, so its change is its whole
 -- state and it needs no grouping by unit or day; user-randomized units and revised sessions
--- take the path by unit and day. An experiment
--- without a declared allocation change has one stratum (0). CTEs read twice are not
--- materialized, so ten million rows stream through within the memory limit.
+-- take the path by unit and day. An experiment without a declared allocation change has one
+-- stratum (0).
 WITH registered AS (
-    SELECT experiment_id, randomization_unit,
-           TRY_CAST(json_extract_string(metric_caps, '$.time_minutes') AS DOUBLE) AS cap_time,
-           TRY_CAST(json_extract_string(metric_caps, '$.tokens') AS DOUBLE) AS cap_tokens
-    FROM staged_experiments
+    SELECT e.experiment_id, e.randomization_unit, d.from_day,
+           TRY_CAST(json_extract_string(e.metric_caps, '$.time_minutes') AS DOUBLE) AS cap_time,
+           TRY_CAST(json_extract_string(e.metric_caps, '$.tokens') AS DOUBLE) AS cap_tokens
+    FROM staged_experiments e JOIN dirty d USING (experiment_id)
+), recent AS NOT MATERIALIZED (
+    -- experience rows that can change a sum on or after $from_at: assigned then, or recorded then
+    SELECT * FROM experience WHERE assigned_at >= $from_at
+    UNION ALL SELECT * FROM experience WHERE assigned_at < $from_at AND recorded_at >= $from_at
+), touched AS (
+    -- the units whose path changes on or after their experiment's from_day
+    SELECT DISTINCT x.experiment_id, CASE WHEN r.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END AS unit
+    FROM recent x JOIN registered r USING (experiment_id)
+    WHERE (r.randomization_unit = 'user' OR x.authoritative_outcomes > 1)
+      AND CAST(greatest(x.assigned_at, coalesce(x.recorded_at, x.assigned_at)) AS DATE) >= r.from_day
 ), assigned AS NOT MATERIALIZED (
     SELECT x.*, CASE WHEN r.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END AS unit,
            r.randomization_unit = 'user' AS by_user, x.authoritative_outcomes > 1 AS revised,
-           r.cap_time, r.cap_tokens
+           r.cap_time, r.cap_tokens, r.from_day
+    FROM recent x JOIN registered r USING (experiment_id)
+    WHERE r.randomization_unit <> 'user' AND x.authoritative_outcomes <= 1
+      AND CAST(greatest(x.assigned_at, coalesce(x.recorded_at, x.assigned_at)) AS DATE) >= r.from_day
+    UNION ALL
+    SELECT x.*, t.unit, r.randomization_unit = 'user' AS by_user, x.authoritative_outcomes > 1 AS revised,
+           r.cap_time, r.cap_tokens, r.from_day
     FROM experience x JOIN registered r USING (experiment_id)
-    WHERE x.assigned_at < $as_of_end
+    JOIN touched t ON t.experiment_id = x.experiment_id
+        AND t.unit = CASE WHEN r.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END
+    WHERE r.randomization_unit = 'user' OR x.authoritative_outcomes > 1
 ), unit_first AS (
     SELECT experiment_id, unit, min(assigned_at) AS first_assigned_at FROM assigned
     WHERE by_user OR revised GROUP BY ALL
@@ -61,10 +85,10 @@ WITH registered AS (
                           WHEN 'tokens' THEN CASE WHEN a.tokens > a.cap_tokens THEN a.cap_tokens ELSE a.tokens END
                           WHEN 'score' THEN a.score END AS value
     FROM assigned a JOIN analysed_metrics am ON am.experiment_id = a.experiment_id
-    WHERE a.verified AND a.recorded_at < $as_of_end AND NOT a.revised
+    WHERE a.verified AND NOT a.revised
 ), revisions AS (
-    -- a revised session: every authoritative outcome recorded before the end, in the order
-    -- that puts the experience table's choice (latest, then evaluator id, then version) last
+    -- a revised session: every authoritative outcome, in the order that puts the experience
+    -- table's choice (latest, then evaluator id, then version) last
     SELECT a.experiment_id, a.arm, a.unit, a.by_user, a.session_id, am.metric, am.resolution,
            CAST(greatest(a.assigned_at, v.recorded_at) AS DATE) AS revision_day,
            CAST(round(CASE am.metric WHEN 'success' THEN CAST(v.success AS DOUBLE)
@@ -74,7 +98,7 @@ WITH registered AS (
            v.recorded_at, v.evaluator_id, v.evaluator_version
     FROM assigned a JOIN analysed_metrics am ON am.experiment_id = a.experiment_id
     JOIN verification_records v ON v.session_id = a.session_id
-    WHERE a.revised AND v.authoritative AND v.recorded_at < $as_of_end
+    WHERE a.revised AND v.authoritative
 ), revision_changes AS (
     -- each version replaces the one before: its value minus the previous one, and one
     -- observation more or less when a value appears or disappears (a version without it)
@@ -136,36 +160,9 @@ WITH registered AS (
     FROM observed o LEFT JOIN session_segment g USING (experiment_id, unit)
     CROSS JOIN LATERAL (SELECT CAST(round(o.y * 1000000 / 1) AS HUGEINT) AS v_now) v
     WHERE NOT o.by_user AND NOT o.revised
-), arm_day AS (
-    SELECT experiment_id, arm, metric, segment, day, any_value(resolution) AS resolution,
-           sum(dn) AS dn, sum(dv) AS dv, sum(dv2) AS dv2, sum(dy) AS dy, sum(dy2) AS dy2,
-           sum(dm) AS dm, sum(dm2) AS dm2, sum(dym) AS dym
-    FROM unit_change GROUP BY experiment_id, arm, metric, segment, day
-), arm_path AS (
-    SELECT experiment_id, arm, metric, segment, day, resolution,
-           sum(dn) OVER w AS n, sum(dv) OVER w AS sv, sum(dv2) OVER w AS sv2,
-           sum(dy) OVER w AS sy, sum(dy2) OVER w AS sy2, sum(dm) OVER w AS sm,
-           sum(dm2) OVER w AS sm2, sum(dym) OVER w AS sym
-    FROM arm_day
-    WINDOW w AS (PARTITION BY experiment_id, arm, metric, segment ORDER BY day ROWS UNBOUNDED PRECEDING)
 )
-SELECT experiment_id, arm, metric, segment, day,
-       CAST(n AS BIGINT) AS n,
-       CAST(sv AS DOUBLE) * resolution / 1000000 AS sum_v,
-       CASE WHEN CAST(n AS DOUBLE) * CAST(sv2 AS DOUBLE) < 1e38 THEN CAST(n * sv2 - sv * sv AS DOUBLE)
-            ELSE CAST(n AS DOUBLE) * CAST(sv2 AS DOUBLE) - CAST(sv AS DOUBLE) * CAST(sv AS DOUBLE) END
-           / CAST(n AS DOUBLE) * (resolution / 1000000) * (resolution / 1000000) AS m2_v,
-       CAST(NULL AS DOUBLE) AS variance,
-       CAST(sy AS DOUBLE) * resolution AS successes,
-       CAST(sm AS DOUBLE) AS observations,
-       CAST(sy AS DOUBLE) * resolution AS sum_y,
-       CAST(sm AS DOUBLE) AS sum_m,
-       CASE WHEN CAST(n AS DOUBLE) * CAST(sy2 AS DOUBLE) < 1e38 THEN CAST(n * sy2 - sy * sy AS DOUBLE)
-            ELSE CAST(n AS DOUBLE) * CAST(sy2 AS DOUBLE) - CAST(sy AS DOUBLE) * CAST(sy AS DOUBLE) END
-           / CAST(n AS DOUBLE) * resolution * resolution AS c_yy,
-       CAST(n * sm2 - sm * sm AS DOUBLE) / CAST(n AS DOUBLE) AS c_mm,
-       CASE WHEN abs(CAST(n AS DOUBLE) * CAST(sym AS DOUBLE)) < 1e38 THEN CAST(n * sym - sy * sm AS DOUBLE)
-            ELSE CAST(n AS DOUBLE) * CAST(sym AS DOUBLE) - CAST(sy AS DOUBLE) * CAST(sm AS DOUBLE) END
-           / CAST(n AS DOUBLE) * resolution AS c_ym
-FROM arm_path
-ORDER BY experiment_id, metric, arm, segment, day
+SELECT c.experiment_id, c.arm, c.metric, c.segment, c.day, any_value(c.resolution) AS resolution,
+       sum(dn) AS dn, sum(dv) AS dv, sum(dv2) AS dv2, sum(dy) AS dy, sum(dy2) AS dy2,
+       sum(dm) AS dm, sum(dm2) AS dm2, sum(dym) AS dym
+FROM unit_change c JOIN dirty d ON d.experiment_id = c.experiment_id AND c.day >= d.from_day
+GROUP BY c.experiment_id, c.arm, c.metric, c.segment, c.day

@@ -1,0 +1,35 @@
+-- Rows of each experiment per UTC landing day, and how many of them were quarantined:
+-- assignments (contract and experience stages) and outcomes of its sessions; for aggregate
+-- exports, the snapshot rows of its primary metric; for the days in dirty_days(day) and the
+-- experiments in dirty_experiments(experiment_id) (registered frames; a first build has
+-- every day). Registered frame quarantined_keys(source_table, stage, partition_day,
+-- experiment_id, session_id, metric): the keys read from the quarantined records of those
+-- days (look_state.py; a malformed record has none).
+WITH q AS (
+    SELECT * FROM quarantined_keys WHERE partition_day IS NOT NULL
+), rows_of AS (
+    SELECT experiment_id, partition_day AS day, 0 AS bad FROM staged_assignments
+    WHERE partition_day IN (SELECT day FROM dirty_days) OR experiment_id IN (SELECT experiment_id FROM dirty_experiments)
+    UNION ALL
+    SELECT s.experiment_id, o.partition_day, 0 FROM staged_outcomes o JOIN staged_sessions s USING (session_id)
+    WHERE s.experiment_id IS NOT NULL
+      AND (o.partition_day IN (SELECT day FROM dirty_days) OR s.experiment_id IN (SELECT experiment_id FROM dirty_experiments))
+    UNION ALL
+    SELECT experiment_id, partition_day, 1 FROM q
+    WHERE source_table = 'assignments' AND stage IN ('contract', 'experience')
+    UNION ALL
+    SELECT s.experiment_id, q.partition_day, 1 FROM q JOIN staged_sessions s USING (session_id)
+    WHERE q.source_table = 'outcomes' AND q.stage = 'contract' AND s.experiment_id IS NOT NULL
+    UNION ALL
+    SELECT a.experiment_id, a.partition_day, 0 FROM staged_arm_snapshots a
+    JOIN staged_experiments e ON e.experiment_id = a.experiment_id AND a.metric = e.primary_metric
+    WHERE a.partition_day IN (SELECT day FROM dirty_days) OR a.experiment_id IN (SELECT experiment_id FROM dirty_experiments)
+    UNION ALL
+    SELECT q.experiment_id, q.partition_day, 1 FROM q
+    JOIN staged_experiments e ON e.experiment_id = q.experiment_id AND q.metric = e.primary_metric
+    WHERE q.source_table = 'arm_snapshots' AND q.stage = 'contract'
+)
+SELECT experiment_id, day, CAST(sum(bad) AS BIGINT) AS bad, count(*) AS total FROM rows_of
+WHERE experiment_id IS NOT NULL
+  AND (day IN (SELECT day FROM dirty_days) OR experiment_id IN (SELECT experiment_id FROM dirty_experiments))
+GROUP BY ALL

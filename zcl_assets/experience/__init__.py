@@ -1,0 +1,1 @@
+"""The experience stage: verification records and the experience fact table (no Dagster)."""

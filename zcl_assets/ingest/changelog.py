@@ -1,0 +1,119 @@
+"""The change log: which keys changed in which table, so that derived tables rebuild only those.
+
+Every pass that changes a table (staging a day, rebuilding the verification records of some
+sessions, ...) appends the keys of the rows it wrote or removed to ``internal.change_log``
+under one new sequence number. A table derived from it (a *consumer*) keeps a cursor in
+``internal.change_cursors``: the last sequence number it has read and the fingerprint of the
+code that built it. A consumer whose cursor is missing, or was written by other code, rebuilds
+in full; otherwise it reads the rows after its cursor and rebuilds what their keys touch, then
+moves its cursor in the same transaction as its writes, so a killed pass leaves both as they
+were and the next pass reads the same changes again.
+
+Keys are reported generously: a key that did not really change costs a little work and
+changes nothing, a key left out would be a row that is never rebuilt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+CONSUMERS: dict[str, tuple[str, ...]] = {
+    "staged_experiment_events": ("staged_experiments",),
+    "staged_assignments": ("staged_experiments",),
+    "staged_outcomes": ("staged_sessions", "staged_assignments"),
+    "staged_arm_snapshots": ("staged_experiments",),
+    "verification_records": ("staged_outcomes", "staged_sessions"),
+    "experience": ("staged_experiments", "staged_sessions", "staged_assignments", "verification_records"),
+    "look_state": ("staged_experiments", "staged_experiment_events", "staged_sessions", "staged_assignments",
+                   "staged_outcomes", "staged_arm_snapshots", "experience"),
+    "loop_health": ("staged_sessions", "verification_records"),
+    "funnel": ("staged_admission_events", "staged_sessions"),
+}
+"""Each consumer and the sources whose changes it reads."""
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What a consumer has to read.
+
+    Attributes:
+        full: rebuild everything (no cursor, or another fingerprint); ``relation`` is then empty.
+        upto: the sequence number to move the cursor to once the changes are applied.
+        relation: a temp table ``(source, experiment_id, session_id, day)`` of the changed keys.
+    """
+
+    full: bool
+    upto: int
+    relation: str
+
+
+def next_seq(con: duckdb.DuckDBPyConnection) -> int:
+    """A new sequence number for one pass's changes."""
+    return int(con.execute("SELECT nextval('internal.change_seq')").fetchone()[0])
+
+
+def record(con: duckdb.DuckDBPyConnection, source: str, select_sql: str, params: dict | None = None) -> int:
+    """Append the keys selected by ``select_sql`` (columns ``experiment_id, session_id, day``) for ``source``.
+
+    Call inside the transaction that changes ``source``. Returns the sequence number used.
+    """
+    seq = next_seq(con)
+    con.execute(
+        f"INSERT INTO internal.change_log SELECT DISTINCT CAST($seq AS BIGINT), CAST($source AS VARCHAR), "
+        f"CAST(experiment_id AS VARCHAR), CAST(session_id AS VARCHAR), CAST(day AS DATE) FROM ({select_sql})",
+        {**(params or {}), "seq": seq, "source": source},
+    )
+    return seq
+
+
+def changes_since(con: duckdb.DuckDBPyConnection, consumer: str, fingerprint: str) -> Changes:
+    """The changes of ``consumer``'s sources after its cursor, as the temp table ``changes_<consumer>``."""
+    sources = list(CONSUMERS[consumer])
+    row = con.execute("SELECT seq, fingerprint FROM internal.change_cursors WHERE consumer = ?", [consumer]).fetchone()
+    top = con.execute("SELECT max(seq) FROM internal.change_log").fetchone()[0]
+    relation = f"changes_{consumer}"
+    full = row is None or row[1] != fingerprint
+    cursor = 0 if full else int(row[0])
+    upto = max(cursor, int(top or 0))
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {relation} AS SELECT source, experiment_id, session_id, day FROM internal.change_log "
+        "WHERE NOT $full AND seq > $cursor AND seq <= $upto AND list_contains($sources, source)",
+        {"full": full, "cursor": cursor, "upto": upto, "sources": sources},
+    )
+    return Changes(full, upto, relation)
+
+
+def has_changes(con: duckdb.DuckDBPyConnection, changes: Changes) -> bool:
+    """Whether there is anything to do: a full rebuild, or at least one changed key."""
+    return changes.full or bool(con.execute(f"SELECT count(*) FROM {changes.relation}").fetchone()[0])
+
+
+def advance(con: duckdb.DuckDBPyConnection, consumer: str, fingerprint: str, changes: Changes) -> None:
+    """Move ``consumer``'s cursor past ``changes`` (inside the transaction that applies them)."""
+    con.execute(
+        "INSERT INTO internal.change_cursors VALUES ($consumer, $seq, $fingerprint) "
+        "ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq, fingerprint = excluded.fingerprint",
+        {"consumer": consumer, "seq": changes.upto, "fingerprint": fingerprint},
+    )
+
+
+def forget(con: duckdb.DuckDBPyConnection, consumer: str) -> None:
+    """Drop ``consumer``'s cursor: its next pass rebuilds in full (its table was replaced or lost)."""
+    con.execute("DELETE FROM internal.change_cursors WHERE consumer = ?", [consumer])
+
+
+def prune(con: duckdb.DuckDBPyConnection) -> int:
+    """Delete the rows every consumer of their source has read; returns how many.
+
+    A consumer without a cursor rebuilds in full when it next runs, so it holds nothing back.
+    """
+    pairs = [(c, s) for c, sources in CONSUMERS.items() for s in sources]
+    con.execute("CREATE OR REPLACE TEMP TABLE consumer_sources (consumer VARCHAR, source VARCHAR)")
+    con.executemany("INSERT INTO consumer_sources VALUES (?, ?)", pairs)
+    return int(con.execute(
+        "DELETE FROM internal.change_log l USING ("
+        "  SELECT s.source, min(c.seq) AS seq FROM consumer_sources s JOIN internal.change_cursors c USING (consumer) GROUP BY ALL"
+        ") r WHERE l.source = r.source AND l.seq <= r.seq"
+    ).fetchone()[0])
