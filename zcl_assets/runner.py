@@ -16,7 +16,8 @@ import dagster as dg
 from filelock import FileLock
 
 from zcl_assets.definitions import build_resources, defs
-from zcl_assets.defs.nightly import plan_requests
+from zcl_assets.defs.ingest.partitions import landing_days
+from zcl_assets.defs.nightly import add_days, plan_night
 
 
 def run_night(
@@ -35,10 +36,13 @@ def run_night(
     results = []
     for _table, path, rule, reason in resources["landing"].stray_files():
         echo(f"warning: landed file not read: {path} ({rule}: {reason})")
-    for request in plan_requests(resources["landing"], resources["warehouse"], as_of):
+    plan = plan_night(resources["landing"], resources["warehouse"], as_of, instance.get_dynamic_partitions(landing_days.name))
+    add_days(instance, plan.new_days)
+    for request in plan.requests:
         job = definitions.resolve_job_def(request.job_name)
         ingesting = sorted({k.path[-1].split("_", 1)[1] for k in request.asset_selection or [] if k.path[-1].startswith("raw_")})
-        what = f"loading {', '.join(ingesting)}" if ingesting else "no changed landed files"
+        days = _days_of(request)
+        what = f"loading {', '.join(ingesting)} for {days}" if ingesting else "no changed landed files"
         echo(f"run {request.job_name}: {what}, look as of {as_of}")
         result = job.execute_in_process(
             instance=instance,
@@ -51,6 +55,11 @@ def run_night(
         if not result.success:
             break
     return results
+
+
+def _days_of(request: dg.RunRequest) -> str:
+    start, end = (request.tags.get(f"dagster/asset_partition_range_{e}") for e in ("start", "end"))
+    return start if start == end else f"{start} to {end}"
 
 
 @contextmanager

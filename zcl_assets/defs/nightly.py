@@ -1,16 +1,26 @@
 """The nightly job, its schedule and the landing sensor.
 
-The schedule, the sensor and ``zcl run`` plan the same way (``zcl_assets.ingest.changes``):
-the landing tables whose files changed since they were loaded are loaded and staged, with
-the tables whose cross-row rules read them, in one run; ``nightly_job`` then takes the
-night's look (the experience and analysis assets). With nothing changed, only the look runs.
+The schedule, the sensor and ``zcl run`` plan the same way (:func:`plan_night`): the landing
+days whose files changed since they were loaded (``zcl_assets.ingest.changes``) are loaded and
+staged, with the tables whose cross-row rules read them, as ranges of the daily partitions
+(``partitions.landing_days``): one run per run of consecutive partition keys, so exactly the
+changed days are materialized; a day that lands for the first time is added as a partition
+and materialized for every landing table, so no table shows a day with data as missing. The
+last run of the night is ``nightly_job``, which then takes the night's look (the experience and
+analysis assets); with nothing changed, only the look runs.
 """
 
+from __future__ import annotations
+
 import datetime as dt
+from typing import NamedTuple
 
 import dagster as dg
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from contracts.tables import CONTRACTS
 from resources import LandingStore, Warehouse
+from zcl_assets.defs.ingest.partitions import landing_days
 from zcl_assets.ingest.changes import changed_tables, tables_to_stage
 
 INGEST = dg.AssetSelection.groups("landing", "staging") - dg.AssetSelection.assets("landing_inventory")
@@ -21,12 +31,12 @@ ANALYSIS = dg.AssetSelection.groups("experience", "analysis", "funnel") | dg.Ass
 nightly_job = dg.define_asset_job(
     "nightly_job",
     selection=INGEST | ANALYSIS,
-    description="Load and stage the landed files that changed, then take the night's look at every experiment.",
+    description="Load and stage the landed days that changed, then take the night's look at every experiment.",
 )
 ingest_job = dg.define_asset_job(
     "ingest_job",
     selection=INGEST,
-    description="Load and stage the landed files that changed (late files, corrections).",
+    description="Load and stage the landed days that changed (late files, corrections).",
 )
 
 
@@ -35,19 +45,52 @@ def look_config(as_of: str) -> dict:
     return {"ops": {"experiment_analysis": {"config": {"as_of": as_of}}}}
 
 
-def ingest_keys(landing: LandingStore, warehouse: Warehouse) -> list[dg.AssetKey]:
-    """Asset keys to materialize for what changed: raw and staged assets of changed tables,
-    and the staged assets of the tables whose cross-row rules read them."""
-    changed = changed_tables(landing, warehouse.path)
-    keys = [dg.AssetKey(f"raw_{t}") for t in changed]
-    keys += [dg.AssetKey(f"staged_{t}") for t in tables_to_stage(changed)]
-    return keys
+class NightPlan(NamedTuple):
+    """What a night runs: its requests in order, and the landing days to add as partitions first."""
+
+    requests: list[dg.RunRequest]
+    new_days: list[str]
 
 
-def plan_requests(landing: LandingStore, warehouse: Warehouse, as_of: str) -> list[dg.RunRequest]:
-    """The run request of one night: what changed is ingested, then the look as of ``as_of``."""
-    keys = ingest_keys(landing, warehouse) + _analysis_keys()
-    return [dg.RunRequest(job_name="nightly_job", run_key=f"night:{as_of}", run_config=look_config(as_of), asset_selection=keys)]
+def day_ranges(days: list[str], order: list[str]) -> list[list[str]]:
+    """``days`` grouped into runs of consecutive keys of ``order`` (the partition keys in order).
+
+    >>> day_ranges(["2026-01-03", "2026-01-01", "2026-01-02", "2026-01-09"], ["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-05", "2026-01-09"])
+    [['2026-01-01', '2026-01-02', '2026-01-03'], ['2026-01-09']]
+    """
+    position = {key: i for i, key in enumerate(order)}
+    ranges: list[list[str]] = []
+    for day in sorted(days, key=position.__getitem__):
+        if ranges and position[day] == position[ranges[-1][-1]] + 1:
+            ranges[-1].append(day)
+        else:
+            ranges.append([day])
+    return ranges
+
+
+def plan_night(landing: LandingStore, warehouse: Warehouse, as_of: str, known_days: list[str]) -> NightPlan:
+    """The runs of one night: each range of changed days is ingested, the last run then takes
+    the look as of ``as_of``. ``known_days``: the partition keys that exist, in order."""
+    changed = changed_tables(landing, warehouse.core)
+    days = sorted({d for ds in changed.values() for d in ds})
+    known = set(known_days)
+    new_days = [d for d in days if d not in known]
+    ranges = day_ranges(days, list(known_days) + new_days)
+    requests = []
+    for i, group in enumerate(ranges):
+        last = i == len(ranges) - 1
+        touched = set(CONTRACTS) if set(group) & set(new_days) else {t for t, ds in changed.items() if set(ds) & set(group)}
+        keys = [dg.AssetKey(f"raw_{t}") for t in CONTRACTS if t in touched]
+        keys += [dg.AssetKey(f"staged_{t}") for t in tables_to_stage(touched)]
+        requests.append(dg.RunRequest(
+            job_name="nightly_job" if last else "ingest_job", run_key=f"night:{as_of}:{group[0]}..{group[-1]}",
+            run_config=look_config(as_of) if last else {}, asset_selection=keys + (_analysis_keys() if last else []),
+            tags={ASSET_PARTITION_RANGE_START_TAG: group[0], ASSET_PARTITION_RANGE_END_TAG: group[-1]},
+        ))
+    if not ranges:
+        requests.append(dg.RunRequest(job_name="nightly_job", run_key=f"night:{as_of}", run_config=look_config(as_of),
+                                      asset_selection=_analysis_keys()))
+    return NightPlan(requests, new_days)
 
 
 def _analysis_keys() -> list[dg.AssetKey]:
@@ -62,17 +105,31 @@ def _analysis_keys() -> list[dg.AssetKey]:
     return [a.key for a in nightly] + [*funnel.keys, *experience_gain.keys, loop_health.key, exploration_share.key]
 
 
+def add_days(instance: dg.DagsterInstance, days: list[str]) -> None:
+    """Add ``days`` as partitions of the landing and staging assets (idempotent)."""
+    if days:
+        instance.add_dynamic_partitions(landing_days.name, days)
+
+
 @dg.schedule(job=nightly_job, cron_schedule="0 2 * * *", execution_timezone="UTC", default_status=dg.DefaultScheduleStatus.STOPPED)
 def nightly_schedule(context: dg.ScheduleEvaluationContext, landing: LandingStore, warehouse: Warehouse):
     """At 02:00 UTC: load what landed, then look at every experiment as of the previous UTC day."""
     as_of = (context.scheduled_execution_time.astimezone(dt.timezone.utc).date() - dt.timedelta(days=1)).isoformat()
-    return plan_requests(landing, warehouse, as_of)
+    plan = plan_night(landing, warehouse, as_of, context.instance.get_dynamic_partitions(landing_days.name))
+    add_days(context.instance, plan.new_days)
+    return plan.requests
 
 
 @dg.sensor(jobs=[ingest_job], minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.STOPPED)
 def landing_sensor(context: dg.SensorEvaluationContext, landing: LandingStore, warehouse: Warehouse):
-    """Every 5 minutes: load and stage the landed files that changed (late files, corrections)."""
-    keys = ingest_keys(landing, warehouse)
-    if keys:
-        stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        yield dg.RunRequest(run_key=f"ingest:{stamp}", asset_selection=keys)
+    """Every 5 minutes: load and stage the landed days that changed (late files, corrections)."""
+    plan = plan_night(landing, warehouse, "", context.instance.get_dynamic_partitions(landing_days.name))
+    stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    requests = [dg.RunRequest(job_name="ingest_job", run_key=f"ingest:{stamp}:{r.run_key}",
+                              asset_selection=[k for k in r.asset_selection if k.path[-1].split("_")[0] in ("raw", "staged")],
+                              tags=r.tags)
+                for r in plan.requests if r.tags]
+    return dg.SensorResult(
+        run_requests=requests,
+        dynamic_partitions_requests=[landing_days.build_add_request(plan.new_days)] if plan.new_days else [],
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,9 +91,11 @@ def changed_days(landing: LandingStore, manifest: dict[str, dict[str, tuple[int,
 
 
 def load_table(
-    con: duckdb.DuckDBPyConnection, landing: LandingStore, archive_root: Path, table: str, redo_days: tuple[str, ...] = ()
+    con: duckdb.DuckDBPyConnection, landing: LandingStore, archive_root: Path, table: str, redo_days: tuple[str, ...] = (),
+    days: Sequence[str] | None = None,
 ) -> LoadResult:
-    """Archive and count every changed day of ``table``; queue those days for staging.
+    """Archive and count every changed day of ``table`` (among ``days`` when given); queue those
+    days for staging.
 
     Args:
         con: an open warehouse write connection.
@@ -100,6 +103,7 @@ def load_table(
         archive_root: the archive folder (created if needed).
         table: a landing table.
         redo_days: days to load and stage again even if their files did not change.
+        days: the days to look at (a run's partitions); None: every day.
 
     Returns:
         A :class:`LoadResult` with one entry per day loaded. All manifest and queue writes
@@ -107,7 +111,8 @@ def load_table(
         the previous state (archive copies are content-addressed and harmless to repeat).
     """
     manifest = current_manifest(con, table)
-    days = sorted(set(changed_days(landing, manifest, table)) | set(redo_days))
+    changed = set(changed_days(landing, manifest, table))
+    days = sorted((changed if days is None else changed & set(days)) | set(redo_days))
     if not days:
         return LoadResult(table, [])
     landed = {day: landing.files(table, day) for day in days}

@@ -1,10 +1,9 @@
-"""What a night has to ingest: the landing tables whose files changed since they were loaded.
+"""What a night has to ingest: the landing days whose files changed since they were loaded.
 
 Shared by the nightly schedule, the landing sensor and ``zcl run``, so all three take the
-same decisions. A table changed when the files of one of its day folders (name, size,
-modification time) differ from the current ``landing_manifest``, or when days it loaded are
-still waiting to be staged (a run killed in between). Its dependents (tables whose
-cross-row rules read it) are staged again too.
+same decisions. A table's day changed when its files (name, size, modification time) differ
+from the current ``landing_manifest``, or when it was loaded but not yet staged (a run killed
+in between). The tables whose cross-row rules read a changed table are staged again too.
 """
 
 from __future__ import annotations
@@ -15,50 +14,55 @@ import duckdb
 
 from contracts.tables import CONTRACTS
 from resources.landing import LandingStore
-from resources.warehouse import Warehouse
 from zcl_assets.ingest.archive import changed_days
 from zcl_assets.ingest.staging import STAGING_DEPENDS_ON
+from zcl_assets.warehouse import DuckDBWarehouse, tables
 
 # Seconds to wait for another process's write lock before planning without the manifest.
 LOCK_WAIT_S = 30.0
 
+Manifest = dict[str, dict[str, dict[str, tuple[int, int, str]]]]
 
-def _loaded_state(warehouse_path: str) -> tuple[dict[str, dict[str, dict[str, tuple[int, int, str]]]], set[str]]:
-    """Current manifest per table and the tables with days waiting to be staged (read-only)."""
-    if not Path(warehouse_path).exists():
-        return {}, set()
+
+def _loaded_state(warehouse: DuckDBWarehouse) -> tuple[Manifest, dict[str, set[str]] | None]:
+    """Current manifest per table and the days waiting to be staged per table (read-only);
+    ``None`` for the latter when the warehouse cannot be read (then everything counts as changed)."""
+    if not Path(warehouse.path).exists():
+        return {}, {}
     try:
         # Wait briefly for a writer (its connections are short); past that, treat every
         # table as changed: loading again is idempotent, only slower.
-        with Warehouse(path=warehouse_path, lock_timeout_s=LOCK_WAIT_S).connect(read_only=True) as con:
-            tables = {r[0] for r in con.execute("SELECT table_schema || '.' || table_name FROM information_schema.tables").fetchall()}
-            if "main.landing_manifest" not in tables or "main.raw_records" in tables:
-                return {}, set(CONTRACTS)
+        reader = DuckDBWarehouse(path=warehouse.path, lock_timeout_s=LOCK_WAIT_S, memory_limit=warehouse.memory_limit)
+        with reader.connect(read_only=True) as con:
+            present = tables(con)
+            if "main.landing_manifest" not in present or "main.raw_records" in present:
+                return {}, None
             rows = con.execute(
                 "SELECT table_name, CAST(partition_day AS VARCHAR), file_name, size_bytes, mtime_ns, sha256 "
                 "FROM landing_manifest WHERE superseded_at IS NULL"
             ).fetchall()
-            pending = {r[0] for r in con.execute("SELECT DISTINCT table_name FROM internal.pending_days").fetchall()} \
-                if "internal.pending_days" in tables else set()
+            pending = con.execute("SELECT table_name, CAST(partition_day AS VARCHAR) FROM internal.pending_days").fetchall() \
+                if "internal.pending_days" in present else []
     except duckdb.IOException:
-        return {}, set(CONTRACTS)
-    manifest: dict[str, dict[str, dict[str, tuple[int, int, str]]]] = {}
+        return {}, None
+    manifest: Manifest = {}
     for table, day, name, size, mtime, sha in rows:
         manifest.setdefault(table, {}).setdefault(day, {})[name] = (size, mtime, sha)
-    return manifest, pending
+    waiting: dict[str, set[str]] = {}
+    for table, day in pending:
+        waiting.setdefault(table, set()).add(day)
+    return manifest, waiting
 
 
-def changed_tables(landing: LandingStore, warehouse_path: str) -> dict[str, list[str]]:
-    """{table: days whose files changed} for every table with something to load or stage.
-
-    A table with days loaded but not yet staged appears with an empty list of days.
-    """
-    manifest, pending = _loaded_state(warehouse_path)
+def changed_tables(landing: LandingStore, warehouse: DuckDBWarehouse) -> dict[str, list[str]]:
+    """{table: days to load or stage} for every table with something to do, days sorted."""
+    manifest, pending = _loaded_state(warehouse)
     out: dict[str, list[str]] = {}
     for table in CONTRACTS:
-        days = changed_days(landing, manifest.get(table, {}), table)
-        if days or table in pending:
-            out[table] = days
+        days = set(changed_days(landing, manifest.get(table, {}), table))
+        days |= (pending or {}).get(table, set()) if pending is not None else set(landing.table_fingerprints(table))
+        if days:
+            out[table] = sorted(days)
     return out
 
 

@@ -1,10 +1,10 @@
 """raw_<table> and staged_<table> assets for every landing table, and the landing inventory.
 
-Ingestion is change-driven, not partitioned in Dagster: each run loads the days whose landed
-files changed (``zcl_assets.ingest.archive``) and stages them with every cross-row rule
-re-checked over the whole table (``zcl_assets.ingest.staging``). A run is one step per
-asset whatever the number of days, and the metadata of each materialization lists the
-days it touched with their own counts. Staging reads the already staged tables for its
+Both are partitioned by landing day (``partitions.landing_days``): a run materializes a range
+of days in one step per asset, loading the days among them whose landed files changed
+(``zcl_assets.ingest.archive``) and staging them, the cross-row rules re-checked for the keys
+those days change (``zcl_assets.ingest.staging``). The metadata of each materialization lists
+the days it touched with their own counts. Staging reads the already staged tables for its
 cross-row rules, so tables are staged in dependency order (``deps``).
 """
 
@@ -14,6 +14,7 @@ import polars as pl
 from contracts.tables import CONTRACTS
 from resources import LandingStore, Warehouse
 from sql import load_sql
+from zcl_assets.defs.ingest.partitions import landing_days, single_run
 from zcl_assets.defs.metadata import table_metadata
 from zcl_assets.ingest.archive import load_table
 from zcl_assets.ingest.staging import STAGING_DEPENDS_ON, stage_table
@@ -26,15 +27,17 @@ def _build_raw_asset(table: str) -> dg.AssetsDefinition:
         group_name="landing",
         kinds={"duckdb", "python"},
         pool="duckdb",
+        partitions_def=landing_days,
+        backfill_policy=single_run,
         description=(
             f"Landed `{table}` files, archived by content (SHA-256) and counted: `landing_manifest` lists every "
-            "file ever loaded (a changed day supersedes its old rows, never deletes them). Only days whose files "
-            "changed since the last load are read."
+            "file ever loaded (a changed day supersedes its old rows, never deletes them). One partition per "
+            "landing day; of the days a run asks for, only those whose files changed since the last load are read."
         ),
     )
     def raw_asset(context: dg.AssetExecutionContext, warehouse: Warehouse, landing: LandingStore) -> dg.MaterializeResult:
         with warehouse.connect() as con:
-            result = load_table(con, landing, warehouse.archive_dir, table)
+            result = load_table(con, landing, warehouse.archive_dir, table, days=context.partition_keys)
             total = con.execute(
                 "SELECT coalesce(sum(row_count), 0), count(*) FROM landing_manifest WHERE table_name = ? AND superseded_at IS NULL",
                 [table],
@@ -65,16 +68,19 @@ def _build_staged_asset(table: str) -> dg.AssetsDefinition:
         group_name="staging",
         kinds={"duckdb"},
         pool="duckdb",
+        partitions_def=landing_days,
+        backfill_policy=single_run,
         description=(
             f"Contract-valid `{table}` rows (table `staged_{table}`); every other landed row is in `quarantine` "
-            "with the rule it broke. Row rules run on the days that changed; keys and references are re-checked "
-            "over the whole table, so a corrected file gives the same rows as a fresh load."
+            "with the rule it broke. One partition per landing day: row rules run on the days that changed; "
+            "keys and references are re-checked for the keys those days change, so a corrected file gives the "
+            "same rows as a fresh load."
         ),
         metadata={"contract": table_metadata(_contract_frame(table), f"Contract of {table}")},
     )
     def staged_asset(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
         with warehouse.connect() as con:
-            result = stage_table(con, table)
+            result = stage_table(con, table, days=context.partition_keys)
             total = con.execute(f"SELECT count(*) FROM {CONTRACTS[table].staged_table}").fetchone()[0]
             quarantined = con.execute(
                 "SELECT count(*) FROM quarantine WHERE source_table = ? AND stage = 'contract'", [table]
