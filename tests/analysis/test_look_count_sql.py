@@ -48,7 +48,10 @@ def test_a_user_seen_in_two_arms_is_counted_on_the_day_of_the_second():
         schema={"experiment_id": pl.String, "user_id": pl.String, "arm": pl.String,
                 "assigned_at": pl.Datetime("us", "UTC")})
     con = connect(experience=experience)
-    found = con.execute(load_sql("count_users_in_both_arms"), {"as_of_end": END}).fetchall()
+    # the stored state of a first build (every day), then the look's read of it
+    con.register("dirty", pl.DataFrame({"experiment_id": ["e"], "from_day": [dt.date(1, 1, 1)]}))
+    con.execute(f"CREATE TABLE look_mixed_users AS {load_sql('aggregate_mixed_users')}", {"from_at": dt.datetime(1, 1, 1, tzinfo=UTC)})
+    found = con.execute(load_sql("select_users_in_both_arms"), {"as_of_end": END}).fetchall()
     assert found == [("e", DAY0 + dt.timedelta(days=2), 1), ("e", DAY0 + dt.timedelta(days=3), 1),
                      ("e", DAY0 + dt.timedelta(days=7), 1)]
 
@@ -76,7 +79,11 @@ def test_every_quarantined_assignment_counts_as_a_violation_of_its_day():
                 "session_id": pl.String, "metric": pl.String}, orient="row")
     con.register("quarantined_keys", keys)
     con.register("epoch_bounds", pl.DataFrame({"experiment_id": ["e"], "epoch": [1], "starts_at": [at(2, 0)]}))
-    found = con.execute(load_sql("count_contract_violations"), {"as_of_end": END}).fetchall()
+    # the stored daily counts of a first build (every day of every experiment), then the look's read
+    con.register("dirty_days", pl.DataFrame({"day": [day1, day2]}))
+    con.register("dirty_experiments", pl.DataFrame({"experiment_id": ["e"]}))
+    con.execute(f"CREATE TABLE look_violation_days AS {load_sql('aggregate_violation_days')}")
+    found = con.execute(load_sql("select_contract_violations"), {"as_of_end": END}).fetchall()
     # day 1: 3 staged + 2 quarantined assignments, 2 bad; day 2 (epoch 1 from day 2): 2 staged
     # assignments, 1 quarantined, the staged outcome of s1 and its quarantined one: 2 bad of 5.
     assert found == [("e", 0, day1, 2, 5), ("e", 1, day2, 2, 5)]
