@@ -4,12 +4,14 @@
 -- others are counted as incomparable_runs. Each analysis unit (the randomization unit) is
 -- averaged first, so a user-randomized experiment counts users. Time and tokens are capped
 -- at the registered metric_caps. Experiments without runs keep a row with null statistics.
+-- Only the experiments of the registered frame gain_scope(experiment_id) are read (a night:
+-- those whose experience rows or registration changed; a first build: all).
 WITH memory AS (
     SELECT experiment_id, org_id, task_type, primary_metric, direction, control_arm, min_samples_per_arm,
            array_length(CAST(json_extract_string(arms, '$[*].name') AS VARCHAR[])) AS arm_count,
            TRY_CAST(json_extract_string(metric_caps, '$.time_minutes') AS DOUBLE) AS cap_time,
            TRY_CAST(json_extract_string(metric_caps, '$.tokens') AS DOUBLE) AS cap_tokens
-    FROM staged_experiments WHERE kind = 'memory_mode'
+    FROM staged_experiments WHERE kind = 'memory_mode' AND experiment_id IN (SELECT experiment_id FROM gain_scope)
 ), runs AS (
     SELECT x.experiment_id, x.is_control, x.unit_id,
            coalesce(s.model, '') AS model, coalesce(CAST(s.budget AS VARCHAR), '') AS budget,

@@ -26,6 +26,7 @@ def test_only_cells_seen_in_both_arms_count_and_units_are_averaged_first():
     for sid, unit, on, model, score in runs:
         con.execute("INSERT INTO experience VALUES ('m1', ?, ?, ?, true, ?, NULL, NULL, NULL)", [sid, unit, not on, score])
         con.execute("INSERT INTO staged_sessions VALUES (?, ?, 50000)", [sid, model])
+    con.execute("CREATE TABLE gain_scope AS SELECT 'm1' AS experiment_id")  # the experiments read: all
     row = con.execute(load_sql("experience_gain/select_memory_mode_arms")).fetchone()
     names = [d[0] for d in con.description]
     r = dict(zip(names, row, strict=True))

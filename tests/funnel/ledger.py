@@ -8,9 +8,7 @@ from collections.abc import Iterable
 import duckdb
 import polars as pl
 
-from contracts.schema import staged_ddl
-from contracts.tables import CONTRACTS
-from sql import load_sql
+from zcl_assets.warehouse import ensure_schema
 
 T0 = dt.datetime(2026, 9, 1, tzinfo=dt.UTC)
 
@@ -38,8 +36,7 @@ def ledger(events: Iterable[dict]) -> duckdb.DuckDBPyConnection:
     })
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    con.execute(load_sql("create_quarantine"))
-    con.execute(staged_ddl(CONTRACTS["admission_events"]))
+    ensure_schema(con)  # staged tables, quarantine and the change log
     con.register("ledger_batch", frame)
     con.execute("INSERT INTO staged_admission_events BY NAME SELECT * FROM ledger_batch")
     con.unregister("ledger_batch")

@@ -6,14 +6,17 @@ per-task gains, pools them per organization and metric and states the claim.
 
 from __future__ import annotations
 
+import datetime as dt
+
 import duckdb
 import polars as pl
 
 from contracts.evaluation import load_evaluation_contracts
 from sql import load_sql
 from zcl_assets.experience_gain.gain import pool_gains, task_gain
-from zcl_assets.ingest.versions import built_at, input_fingerprint, record_built
-from zcl_assets.warehouse import transaction
+from zcl_assets.ingest import changelog
+from zcl_assets.ingest.versions import code_fingerprint
+from zcl_assets.warehouse import has_table, transaction
 
 BY_TASK_SCHEMA = {
     "org_id": pl.String, "task_type": pl.String, "experiment_id": pl.String, "metric": pl.String, "direction": pl.String,
@@ -65,6 +68,11 @@ def gain_tables(arms: pl.DataFrame, alpha: float = 0.05) -> tuple[pl.DataFrame, 
             "status": status, "reason": reason,
         })
     tasks = pl.DataFrame(by_task, schema=BY_TASK_SCHEMA, orient="row") if by_task else pl.DataFrame(schema=BY_TASK_SCHEMA)
+    return tasks, pool_tables(tasks, alpha=alpha)
+
+
+def pool_tables(tasks: pl.DataFrame, alpha: float = 0.05) -> pl.DataFrame:
+    """The pooled rows (:data:`POOLED_SCHEMA`) of per-task gains: one per organization and metric."""
     pooled = []
     for (org, metric), group in tasks.group_by(["org_id", "metric"], maintain_order=True):
         ready = group.filter(pl.col("status") == "pooled")
@@ -77,26 +85,75 @@ def gain_tables(arms: pl.DataFrame, alpha: float = 0.05) -> tuple[pl.DataFrame, 
             "ci_method": "random effects (DerSimonian-Laird), HKSJ", "tau2": p.tau2, "pvalue": p.pvalue,
             "claim_level": p.claim_level, "reason": p.reason,
         })
-    out = pl.DataFrame(pooled, schema=POOLED_SCHEMA, orient="row") if pooled else pl.DataFrame(schema=POOLED_SCHEMA)
-    return tasks, out
+    return pl.DataFrame(pooled, schema=POOLED_SCHEMA, orient="row") if pooled else pl.DataFrame(schema=POOLED_SCHEMA)
 
 
 def build_experience_gain(con: duckdb.DuckDBPyConnection, alpha: float = 0.05) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Rebuild ``experience_gain_by_task`` and ``experience_gain``; returns their rows."""
-    arms = con.execute(load_sql("experience_gain/select_memory_mode_arms")).pl()
-    by_task, pooled = gain_tables(arms, alpha=alpha)
+    """Bring ``experience_gain_by_task`` and ``experience_gain`` up to date; returns their rows.
+
+    The tasks (memory_mode experiments) whose experience rows or registration changed since the
+    last build are read again; the others keep their rows; the pooled rows follow from all.
+    """
+    fingerprint = code_fingerprint(*(load_sql(f"experience_gain/{n}") for n in _GAIN_SQL), str(alpha))
+    built = has_table(con, "main.experience_gain_by_task") and has_table(con, "main.experience_gain")
+    changes = changelog.changes_since(con, "experience_gain", fingerprint if built else "")
+    if not changelog.has_changes(con, changes):
+        return (con.execute("SELECT * FROM experience_gain_by_task").pl(), con.execute("SELECT * FROM experience_gain").pl())
+    scope = con.execute("SELECT experiment_id FROM staged_experiments" if changes.full else
+                        f"SELECT DISTINCT experiment_id FROM {changes.relation} WHERE experiment_id IS NOT NULL").pl()
+    con.register("gain_scope", scope)
+    try:
+        changed, _ = gain_tables(con.execute(load_sql("experience_gain/select_memory_mode_arms")).pl(), alpha=alpha)
+        kept = pl.DataFrame(schema=BY_TASK_SCHEMA) if changes.full else con.execute(
+            "SELECT * FROM experience_gain_by_task ANTI JOIN gain_scope USING (experiment_id) "
+            "WHERE experiment_id IN (SELECT experiment_id FROM staged_experiments WHERE kind = 'memory_mode')").pl()
+    finally:
+        con.unregister("gain_scope")
+    by_task = pl.concat([kept.cast(BY_TASK_SCHEMA), changed], how="vertical").sort("org_id", "task_type", "experiment_id")
+    pooled = pool_tables(by_task, alpha=alpha)
     with transaction(con, gain_by_task_batch=by_task, gain_batch=pooled):
         con.execute(load_sql("experience_gain/create_experience_gain_by_task"))
         con.execute(load_sql("experience_gain/create_experience_gain"))
+        changelog.advance(con, "experience_gain", fingerprint, changes)
     return by_task, pooled
 
 
+_GAIN_SQL = ("select_memory_mode_arms", "create_experience_gain_by_task", "create_experience_gain")
+
+
+
 def build_loop_health(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """Rebuild ``loop_health`` (per organization and week) unless its inputs are unchanged; returns its rows."""
+    """Bring ``loop_health`` (per organization and week) up to date; returns its rows.
+
+    Its daily counts are recomputed from the first day the changes since the last build touch
+    (a session's start, or the start of a session whose verification records changed), the
+    weeks summed again from them.
+    """
     contracts = [f"{c.source}:{','.join(c.authoritative_kinds)}" for c in load_evaluation_contracts()]
-    fingerprint = input_fingerprint(con, load_sql("experience_gain/create_loop_health"), load_sql("select_verification_records"), *contracts)
-    if built_at(con, "loop_health", fingerprint, "loop_health") is None:
+    fingerprint = code_fingerprint(*(load_sql(f"experience_gain/{n}") for n in _LOOP_HEALTH_SQL), *contracts)
+    con.execute(load_sql("experience_gain/create_loop_health_days"))
+    changes = changelog.changes_since(con, "loop_health", fingerprint if has_table(con, "main.loop_health") else "")
+    if changelog.has_changes(con, changes):
+        from_day = FIRST_DAY if changes.full else _first_changed_day(con, changes.relation)
         with transaction(con):
-            con.execute(load_sql("experience_gain/create_loop_health"))
-            record_built(con, "loop_health", fingerprint)
+            if from_day is not None:
+                from_at = dt.datetime.combine(from_day, dt.time(), tzinfo=dt.timezone.utc)
+                con.execute("DELETE FROM internal.loop_health_days WHERE day >= $day", {"day": from_day})
+                con.execute(f"INSERT INTO internal.loop_health_days BY NAME {load_sql('experience_gain/aggregate_loop_health_days')}",
+                            {"from_at": from_at})
+                con.execute(load_sql("experience_gain/create_loop_health"))
+            changelog.advance(con, "loop_health", fingerprint, changes)
     return con.execute("SELECT * FROM loop_health ORDER BY org_id, week").pl()
+
+
+_LOOP_HEALTH_SQL = ("create_loop_health_days", "aggregate_loop_health_days", "create_loop_health")
+FIRST_DAY = dt.date(1, 1, 1)
+
+
+def _first_changed_day(con: duckdb.DuckDBPyConnection, changes: str) -> dt.date | None:
+    """The first UTC day of a session start the changes touch (None: they touch none)."""
+    return con.execute(
+        f"SELECT min(day) FROM (SELECT day FROM {changes} WHERE source = 'staged_sessions' "
+        f"UNION ALL SELECT CAST(s.started_at AS DATE) FROM staged_sessions s WHERE s.session_id IN ("
+        f"SELECT session_id FROM {changes} WHERE source = 'verification_records'))"
+    ).fetchone()[0]

@@ -2,6 +2,9 @@
 
 Every table is rebuilt from the whole staged ledger in one transaction, so materializing
 again gives the same rows, never doubled ones, and a failed build leaves the previous rows.
+A night rebuilds them only when the ledger or the budgets changed since the last build (the
+change log, ``zcl_assets.ingest.changelog``): the ledger is replayed per admission, and its
+size follows the admissions, not the sessions.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from sql import load_sql
 from zcl_assets.funnel.budgets import Budgets
 from zcl_assets.funnel.exploration import exploration_share
 from zcl_assets.funnel.lifecycle import OUTCOMES, stage_order_frame, transitions_frame
-from zcl_assets.warehouse import transaction
+from zcl_assets.ingest import changelog
+from zcl_assets.ingest.versions import code_fingerprint
+from zcl_assets.warehouse import has_table, transaction
 
 
 class FunnelBuild(NamedTuple):
@@ -31,8 +36,7 @@ def build_funnel(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> FunnelBuil
     ``funnel_stage_counts``, ``information_yield``, ``arm_repeats`` and the ``funnel``
     quarantine rows, with the caps and eligible arms of ``budgets``.
 
-    Leaves the temporary table ``admission_transitions`` (every event, valid or not, with its
-    rule and reason) on ``con``.
+    Nothing is rebuilt when neither the ledger nor ``budgets`` changed since the last build.
     """
     frames = {
         "lifecycle_transitions": transitions_frame(),
@@ -41,6 +45,24 @@ def build_funnel(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> FunnelBuil
         "eligible_arms": budgets.eligible_arms_frame(),
     }
     defaults = budgets.defaults
+    fingerprint = code_fingerprint(*(load_sql(f"funnel/{n}") for n in _FUNNEL_SQL), *(
+        str(f.sort(f.columns).to_dicts()) for f in frames.values()))
+    changes = changelog.changes_since(con, "funnel", fingerprint if has_table(con, "main.admission_states") else "")
+    if changelog.has_changes(con, changes):
+        _replay(con, frames, defaults, changes, fingerprint)
+    events = con.execute("SELECT count(*) FROM staged_admission_events").fetchone()[0]
+    admissions = con.execute("SELECT count(*) FROM admission_states").fetchone()[0]
+    by_rule = dict(con.execute("SELECT rule, count(*) FROM quarantine WHERE stage = 'funnel' GROUP BY ALL ORDER BY ALL").fetchall())
+    return FunnelBuild(events=int(events), admissions=int(admissions), quarantined_by_rule=by_rule)
+
+
+_FUNNEL_SQL = ("select_admission_transitions", "create_admission_states", "delete_funnel_quarantine", "insert_funnel_quarantine",
+               "create_funnel_stage_counts", "create_information_yield", "find_repeated_arms", "create_arm_repeats")
+
+
+def _replay(con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataFrame], defaults, changes: changelog.Changes,
+            fingerprint: str) -> None:
+    """Replay the whole ledger into the funnel tables, in one transaction."""
     with transaction(con, **frames):
         con.execute(load_sql("funnel/select_admission_transitions"), {"outcomes": list(OUTCOMES)})
         con.execute(
@@ -61,10 +83,7 @@ def build_funnel(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> FunnelBuil
             con.execute(load_sql("funnel/create_arm_repeats"))
         finally:
             con.unregister("arm_repeats_batch")
-    events = con.execute("SELECT count(*) FROM admission_transitions").fetchone()[0]
-    admissions = con.execute("SELECT count(*) FROM admission_states").fetchone()[0]
-    by_rule = dict(con.execute("SELECT rule, count(*) FROM admission_transitions WHERE NOT valid GROUP BY ALL ORDER BY ALL").fetchall())
-    return FunnelBuild(events=int(events), admissions=int(admissions), quarantined_by_rule=by_rule)
+        changelog.advance(con, "funnel", fingerprint, changes)
 
 
 EXPLORATION_SCHEMA = {
@@ -77,6 +96,7 @@ EXPLORATION_SCHEMA = {
 def build_exploration_share(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> pl.DataFrame:
     """Rebuild ``exploration_share``: per organization and task type, the share of sessions that
     explored, its 95% Wilson interval, the configured range and the status; returns the rows."""
+    _count_explored_days(con)
     counts = con.execute(load_sql("funnel/count_explored_sessions")).pl()
     rows = []
     for r in counts.iter_rows(named=True):
@@ -89,3 +109,21 @@ def build_exploration_share(con: duckdb.DuckDBPyConnection, budgets: Budgets) ->
     with transaction(con, exploration_batch=batch):
         con.execute(load_sql("funnel/create_exploration_share"))
     return batch
+
+
+def _count_explored_days(con: duckdb.DuckDBPyConnection) -> None:
+    """Count the sessions of the landing days whose sessions changed since the last count (every
+    day the first time) into ``internal.explored_session_days``."""
+    fingerprint = code_fingerprint(load_sql("funnel/aggregate_explored_session_days"))
+    con.execute(load_sql("funnel/create_explored_session_days"))
+    changes = changelog.changes_since(con, "exploration_share", fingerprint)
+    if not changelog.has_changes(con, changes):
+        return
+    days = con.execute("SELECT DISTINCT partition_day AS day FROM staged_sessions" if changes.full else
+                       f"SELECT DISTINCT day FROM {changes.relation} WHERE day IS NOT NULL").pl()
+    with transaction(con, explored_days=days):
+        if changes.full:
+            con.execute("DELETE FROM internal.explored_session_days")
+        con.execute("DELETE FROM internal.explored_session_days WHERE day IN (SELECT day FROM explored_days)")
+        con.execute(f"INSERT INTO internal.explored_session_days BY NAME {load_sql('funnel/aggregate_explored_session_days')}")
+        changelog.advance(con, "exploration_share", fingerprint, changes)

@@ -29,7 +29,9 @@ CONSUMERS: dict[str, tuple[str, ...]] = {
     "look_state": ("staged_experiments", "staged_experiment_events", "staged_sessions", "staged_assignments",
                    "staged_outcomes", "staged_arm_snapshots", "experience"),
     "loop_health": ("staged_sessions", "verification_records"),
-    "funnel": ("staged_admission_events", "staged_sessions"),
+    "experience_gain": ("staged_experiments", "experience"),
+    "funnel": ("staged_admission_events",),
+    "exploration_share": ("staged_sessions",),
 }
 """Each consumer and the sources whose changes it reads."""
 
