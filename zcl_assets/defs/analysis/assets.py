@@ -20,6 +20,7 @@ from zcl_assets.analysis.registration import (
 )
 from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS, EXPERIMENT_PLANS, KNOWLEDGE_RECORDS
 from zcl_assets.experience.build import build_experience, build_verification_records
+from zcl_assets.ingest import changelog
 from zcl_assets.reports.markdown import markdown_table
 from zcl_assets.warehouse import transaction
 
@@ -179,6 +180,7 @@ def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, w
                          current_nights=look.select("experiment_id", "as_of").unique()):
             con.execute(load_sql("delete_looks"), {"as_of": as_of})
             con.execute(load_sql("insert_look"))
+            pruned = changelog.prune(con)  # the change log keeps what some table has still to read
     nights = written.select("as_of").unique()
     latest = look.filter((pl.col("as_of") == pl.lit(as_of).str.to_date()) & pl.col("is_primary"))
     counts = latest.group_by("decision").len().sort("decision")
@@ -189,6 +191,7 @@ def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, w
             "nights_written": nights.height,
             "rows_written": batch.height,
             "experiments_with_changes": dirty.height,
+            "change_log_rows_pruned": pruned,
             "table_recreated": recreated,
             "experiments": look.get_column("experiment_id").n_unique(),
             "decisions": dg.MetadataValue.json({d or "none": int(n) for d, n in counts.iter_rows()}),

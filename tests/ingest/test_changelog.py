@@ -1,0 +1,57 @@
+"""The change log: a consumer reads each change once, rebuilds in full without a cursor or with
+new code, and rows every consumer has read are pruned (and only those)."""
+
+import duckdb
+
+from zcl_assets.ingest import changelog
+from zcl_assets.warehouse import ensure_schema
+
+
+def _con():
+    con = duckdb.connect()
+    ensure_schema(con)
+    return con
+
+
+def _record(con, source, session):
+    return changelog.record(con, source, f"SELECT 'e' AS experiment_id, '{session}' AS session_id, DATE '2026-01-01' AS day")
+
+
+def _sessions(con, changes):
+    return sorted(r[0] for r in con.execute(f"SELECT session_id FROM {changes.relation}").fetchall())
+
+
+def test_a_consumer_reads_each_change_once_and_only_of_its_sources():
+    con = _con()
+    first = changelog.changes_since(con, "verification_records", "v1")
+    assert first.full and _sessions(con, first) == []  # no cursor yet: a full rebuild
+    changelog.advance(con, "verification_records", "v1", first)
+    _record(con, "staged_outcomes", "s1")
+    _record(con, "staged_assignments", "s2")  # not a source of verification_records
+    _record(con, "staged_sessions", "s3")
+    changes = changelog.changes_since(con, "verification_records", "v1")
+    assert not changes.full and _sessions(con, changes) == ["s1", "s3"]
+    changelog.advance(con, "verification_records", "v1", changes)
+    again = changelog.changes_since(con, "verification_records", "v1")
+    assert _sessions(con, again) == [] and not changelog.has_changes(con, again)
+
+
+def test_new_code_rebuilds_in_full():
+    con = _con()
+    changelog.advance(con, "experience", "v1", changelog.changes_since(con, "experience", "v1"))
+    assert changelog.changes_since(con, "experience", "v2").full
+
+
+def test_pruning_keeps_what_some_consumer_has_not_read():
+    con = _con()
+    for consumer in ("verification_records", "loop_health"):
+        changelog.advance(con, consumer, "v1", changelog.changes_since(con, consumer, "v1"))
+    _record(con, "staged_sessions", "s1")  # read by both
+    changelog.advance(con, "verification_records", "v1", changelog.changes_since(con, "verification_records", "v1"))
+    assert changelog.prune(con) == 0  # loop_health has not read it
+    assert _sessions(con, changelog.changes_since(con, "loop_health", "v1")) == ["s1"]
+    changelog.advance(con, "loop_health", "v1", changelog.changes_since(con, "loop_health", "v1"))
+    # every consumer with a cursor that reads staged_sessions has read it now (those without
+    # one rebuild in full when they first run, so they hold nothing back)
+    assert changelog.prune(con) == 1
+    assert con.execute("SELECT count(*) FROM internal.change_log").fetchone()[0] == 0
