@@ -37,30 +37,25 @@ WITH registered AS (
            TRY_CAST(json_extract_string(e.metric_caps, '$.time_minutes') AS DOUBLE) AS cap_time,
            TRY_CAST(json_extract_string(e.metric_caps, '$.tokens') AS DOUBLE) AS cap_tokens
     FROM staged_experiments e JOIN dirty d USING (experiment_id)
-), recent AS NOT MATERIALIZED (
-    -- experience rows that can change a sum on or after $from_at: assigned then, or recorded then
-    SELECT * FROM experience WHERE assigned_at >= $from_at
-    UNION ALL SELECT * FROM experience WHERE assigned_at < $from_at AND recorded_at >= $from_at
-), touched AS (
-    -- the units whose path changes on or after their experiment's from_day
-    SELECT DISTINCT x.experiment_id, CASE WHEN r.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END AS unit
-    FROM recent x JOIN registered r USING (experiment_id)
-    WHERE (r.randomization_unit = 'user' OR x.authoritative_outcomes > 1)
-      AND CAST(greatest(x.assigned_at, coalesce(x.recorded_at, x.assigned_at)) AS DATE) >= r.from_day
-), assigned AS NOT MATERIALIZED (
+), keyed AS NOT MATERIALIZED (
     SELECT x.*, CASE WHEN r.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END AS unit,
            r.randomization_unit = 'user' AS by_user, x.authoritative_outcomes > 1 AS revised,
            r.cap_time, r.cap_tokens, r.from_day
-    FROM recent x JOIN registered r USING (experiment_id)
-    WHERE r.randomization_unit <> 'user' AND x.authoritative_outcomes <= 1
-      AND CAST(greatest(x.assigned_at, coalesce(x.recorded_at, x.assigned_at)) AS DATE) >= r.from_day
-    UNION ALL
-    SELECT x.*, t.unit, r.randomization_unit = 'user' AS by_user, x.authoritative_outcomes > 1 AS revised,
-           r.cap_time, r.cap_tokens, r.from_day
     FROM experience x JOIN registered r USING (experiment_id)
-    JOIN touched t ON t.experiment_id = x.experiment_id
-        AND t.unit = CASE WHEN r.randomization_unit = 'user' THEN x.unit_id ELSE x.session_id END
-    WHERE r.randomization_unit = 'user' OR x.authoritative_outcomes > 1
+), recent AS NOT MATERIALIZED (
+    -- experience rows that can change a sum on or after $from_at: assigned then, or recorded then
+    SELECT * FROM keyed WHERE assigned_at >= $from_at
+    UNION ALL SELECT * FROM keyed WHERE assigned_at < $from_at AND recorded_at >= $from_at
+), touched AS (
+    -- the units whose path changes on or after their experiment's from_day
+    SELECT DISTINCT experiment_id, unit FROM recent
+    WHERE (by_user OR revised) AND CAST(greatest(assigned_at, coalesce(recorded_at, assigned_at)) AS DATE) >= from_day
+), assigned AS NOT MATERIALIZED (
+    SELECT * FROM recent
+    WHERE NOT by_user AND NOT revised AND CAST(greatest(assigned_at, coalesce(recorded_at, assigned_at)) AS DATE) >= from_day
+    UNION ALL
+    SELECT k.* FROM keyed k SEMI JOIN touched t ON t.experiment_id = k.experiment_id AND t.unit = k.unit
+    WHERE k.by_user OR k.revised
 ), unit_first AS (
     SELECT experiment_id, unit, min(assigned_at) AS first_assigned_at FROM assigned
     WHERE by_user OR revised GROUP BY ALL

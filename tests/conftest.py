@@ -9,7 +9,9 @@ from hypothesis import Phase, settings
 
 # Property tests are deterministic: examples derive from each test's own code, not from a
 # random seed or a database of earlier failures, so every run (and every mutant) sees the same.
-settings.register_profile("seeded", derandomize=True, database=None)
+# No deadline: a slow example on a loaded machine is not a failure (speed is measured by
+# benchmarks, never by tests).
+settings.register_profile("seeded", derandomize=True, database=None, deadline=None)
 # benchmarks/mutation.py: a mutant is killed by the first failing example; shrinking it only
 # makes the failure readable, and took up to five minutes for one mutant.
 settings.register_profile(

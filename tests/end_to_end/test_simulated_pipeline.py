@@ -88,10 +88,12 @@ def test_second_night_is_idempotent_and_the_schedule_plans_the_same_look(simulat
         mp.setenv("ZCL_LANDING_DIR", str(landing))
         mp.setenv("ZCL_WAREHOUSE", str(warehouse))
         resources = build_resources()
-        context = dg.build_schedule_context(
-            resources=resources, scheduled_execution_time=dt.datetime(2026, 11, 21, 2, 0, tzinfo=dt.timezone.utc)
-        )
-        requests = list(nightly_schedule(context))
+        with dg.DagsterInstance.ephemeral() as schedule_instance:
+            context = dg.build_schedule_context(
+                instance=schedule_instance, resources=resources,
+                scheduled_execution_time=dt.datetime(2026, 11, 21, 2, 0, tzinfo=dt.timezone.utc),
+            )
+            requests = list(nightly_schedule(context))
         # Nothing changed since the night ran: one request, the look only, as of the previous day.
         assert len(requests) == 1
         assert requests[0].run_config == {"ops": {"experiment_analysis": {"config": {"as_of": "2026-11-20"}}}}

@@ -106,9 +106,18 @@ def _analysis_keys() -> list[dg.AssetKey]:
 
 
 def add_days(instance: dg.DagsterInstance, days: list[str]) -> None:
-    """Add ``days`` as partitions of the landing and staging assets (idempotent)."""
-    if days:
-        instance.add_dynamic_partitions(landing_days.name, days)
+    """Add ``days`` as partitions of the landing and staging assets (idempotent, also when two
+    runs add the same days at once: a day another run added first is not added again)."""
+    for _attempt in range(5):
+        missing = [d for d in days if not instance.has_dynamic_partition(landing_days.name, d)]
+        if not missing:
+            return
+        try:
+            instance.add_dynamic_partitions(landing_days.name, missing)
+            return
+        except Exception:  # noqa: BLE001 - another run added one of them in between: look again
+            continue
+    raise RuntimeError(f"could not add the landing days {days} as partitions")
 
 
 @dg.schedule(job=nightly_job, cron_schedule="0 2 * * *", execution_timezone="UTC", default_status=dg.DefaultScheduleStatus.STOPPED)

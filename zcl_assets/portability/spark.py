@@ -76,7 +76,7 @@ def spark_sql(text: str, params: dict[str, object] | None = None) -> str:
 def _literal(value: object) -> exp.Expression:
     if isinstance(value, dt.datetime):
         utc = value.astimezone(dt.timezone.utc) if value.tzinfo else value
-        return exp.cast(exp.Literal.string(utc.strftime("%Y-%m-%d %H:%M:%S.%f")), "TIMESTAMP")
+        return exp.cast(exp.Literal.string(utc.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")), "TIMESTAMP")
     if isinstance(value, str):
         return exp.Literal.string(value)
     return exp.Literal.number(value)
@@ -147,11 +147,16 @@ def run_on_duckdb(con: duckdb.DuckDBPyConnection, as_of: str, folder: str | os.P
         frame.write_parquet(inputs[name])
         con.register(name, frame)
     try:
-        results = {name: con.execute(text, params).pl() for name, text in texts.items()}
+        results = {name: con.execute(text, _used(text, params)).pl() for name, text in texts.items()}
     finally:
         for name in frames:
             con.unregister(name)
     return DuckDBSide(as_of, params, texts, inputs, results)
+
+
+def _used(text: str, params: dict) -> dict:
+    """The parameters ``text`` names (DuckDB refuses one it does not use)."""
+    return {k: v for k, v in params.items() if f"${k}" in text}
 
 
 def _exact_columns(con: duckdb.DuckDBPyConnection, table: str) -> str:
@@ -186,8 +191,13 @@ def spark_session(master: str = "local[2]"):
     """
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master(master).appName("zcl-check-spark")
-               .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    builder = (SparkSession.builder.master(master).appName("zcl-check-spark")
+               .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC"))
+    # DuckDB writes dates and times on the proleptic Gregorian calendar, as Spark 3 does: read
+    # them as they are (0001-01-01, the first day of a first build, is a valid date)
+    for key in ("datetimeRebaseModeInRead", "datetimeRebaseModeInWrite", "int96RebaseModeInRead", "int96RebaseModeInWrite"):
+        builder = builder.config(f"spark.sql.parquet.{key}", "CORRECTED")
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
 

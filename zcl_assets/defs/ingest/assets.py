@@ -14,7 +14,7 @@ import polars as pl
 from contracts.tables import CONTRACTS
 from resources import LandingStore, Warehouse
 from sql import load_sql
-from zcl_assets.defs.ingest.partitions import landing_days, single_run
+from zcl_assets.defs.ingest.partitions import landing_days, run_days, single_run
 from zcl_assets.defs.metadata import table_metadata
 from zcl_assets.ingest.archive import load_table
 from zcl_assets.ingest.staging import STAGING_DEPENDS_ON, stage_table
@@ -37,7 +37,7 @@ def _build_raw_asset(table: str) -> dg.AssetsDefinition:
     )
     def raw_asset(context: dg.AssetExecutionContext, warehouse: Warehouse, landing: LandingStore) -> dg.MaterializeResult:
         with warehouse.connect() as con:
-            result = load_table(con, landing, warehouse.archive_dir, table, days=context.partition_keys)
+            result = load_table(con, landing, warehouse.archive_dir, table, days=run_days(context))
             total = con.execute(
                 "SELECT coalesce(sum(row_count), 0), count(*) FROM landing_manifest WHERE table_name = ? AND superseded_at IS NULL",
                 [table],
@@ -80,7 +80,7 @@ def _build_staged_asset(table: str) -> dg.AssetsDefinition:
     )
     def staged_asset(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
         with warehouse.connect() as con:
-            result = stage_table(con, table, days=context.partition_keys)
+            result = stage_table(con, table, days=run_days(context))
             total = con.execute(f"SELECT count(*) FROM {CONTRACTS[table].staged_table}").fetchone()[0]
             quarantined = con.execute(
                 "SELECT count(*) FROM quarantine WHERE source_table = ? AND stage = 'contract'", [table]

@@ -9,6 +9,7 @@ import dagster as dg
 from contracts.tables import CONTRACTS
 from resources import Warehouse
 from sql import load_sql
+from zcl_assets.defs.ingest.partitions import run_days
 
 
 def _build_conservation_check(table: str) -> dg.AssetChecksDefinition:
@@ -24,7 +25,7 @@ def _build_conservation_check(table: str) -> dg.AssetChecksDefinition:
     def check(context: dg.AssetCheckExecutionContext, warehouse: Warehouse) -> dg.AssetCheckResult:
         with warehouse.connect() as con:
             sql = load_sql("count_table_conservation").format(staged=CONTRACTS[table].staged_table)
-            broken = con.execute(sql, {"table": table, "days": run_days(context)}).fetchall()
+            broken = con.execute(sql, {"table": table, "days": _days(con, table, context)}).fetchall()
         return dg.AssetCheckResult(
             passed=not broken,
             metadata={
@@ -42,7 +43,7 @@ def _violations_check(asset: str, name: str, sql_name: str, fields: tuple[str, .
     @dg.asset_check(asset=dg.AssetKey(asset), name=name, blocking=True, description=description)
     def check(context: dg.AssetCheckExecutionContext, warehouse: Warehouse) -> dg.AssetCheckResult:
         with warehouse.connect() as con:
-            rows = con.execute(load_sql(sql_name), {"days": run_days(context)}).fetchall()
+            rows = con.execute(load_sql(sql_name), {"days": _days(con, asset.removeprefix("staged_"), context)}).fetchall()
         return dg.AssetCheckResult(
             passed=not rows,
             metadata={
@@ -54,9 +55,14 @@ def _violations_check(asset: str, name: str, sql_name: str, fields: tuple[str, .
     return check
 
 
-def run_days(context: dg.AssetCheckExecutionContext) -> list[str]:
-    """The landing days of the run (its partitions); none outside a partitioned run."""
-    return list(context.partition_keys) if context.has_partition_key_range or context.has_partition_key else []
+def _days(con, table: str, context: dg.AssetCheckExecutionContext) -> list[str]:
+    """The landing days of the run (its partitions); every landed day of ``table`` in a run
+    without partitions."""
+    days = run_days(context)
+    if days is None:
+        days = [d for (d,) in con.execute("SELECT DISTINCT CAST(partition_day AS VARCHAR) FROM landing_manifest "
+                                          "WHERE table_name = ? AND superseded_at IS NULL", [table]).fetchall()]
+    return days
 
 
 conservation_checks = [_build_conservation_check(t) for t in CONTRACTS]

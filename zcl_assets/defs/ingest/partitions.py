@@ -11,3 +11,11 @@ import dagster as dg
 
 landing_days = dg.DynamicPartitionsDefinition(name="landing_day")
 single_run = dg.BackfillPolicy.single_run()
+
+
+def run_days(context) -> list[str] | None:
+    """The landing days a run asks for (its partitions); None for a run without partitions
+    (every changed day, as a first load or a run launched by hand without a range)."""
+    if context.has_partition_key_range or context.has_partition_key:
+        return list(context.partition_keys)
+    return None
