@@ -685,7 +685,7 @@ def test_power_at_the_mde_of_a_continuous_primary_metric_at_an_unequal_split():
 
 
 def test_the_as_of_search_finds_the_latest_row_of_a_key_up_to_each_night():
-    from zcl_assets.analysis.engine import _Lookup
+    from zcl_assets.analysis.estimate import _Lookup
 
     # key 0: rows on days -2 and -5 (before the first night, in no particular order) and 1;
     # key 1: a row on day 3 (after the last of three nights) and on day 0. Expected row per

@@ -6,8 +6,8 @@ and metric an integer position, and :meth:`Grid.tensor` scatters a long frame in
 NumPy array ``[experiment, night, ...]`` whose values are carried forward to the nights
 with no change (cumulative statistics: the last value at or before the night). After that
 every statistic of every experiment at every night is one array operation; running
-quantities within an epoch (between ``reopened`` events) use :meth:`Grid.within_epoch`,
-which loops over epoch numbers (a handful), never over experiments.
+quantities within an epoch (between ``reopened`` events) use :meth:`Grid.within_epoch`
+(``stats.epochs``), which loops over epoch numbers (a handful), never over experiments.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
+
+from zcl_assets.stats.epochs import within_epoch
 
 
 def _codes(values: pl.Series, categories: list[str] | pl.Enum) -> np.ndarray:
@@ -88,12 +90,6 @@ class Grid:
         morder = np.argsort(mkey)
         return cls(experiments, day0, max(nights, 1), epoch, segment_epoch, arm_names, key[order], pos[order],
                    n_arms, metric_names, mkey[morder], mpos[morder], n_metrics)
-
-    def subset(self, idx: np.ndarray) -> "Grid":
-        """The grid of the experiments at positions ``idx`` (for the epoch-wise operations)."""
-        return Grid(self.experiments, self.day0, self.nights, self.epoch[idx], self.segment_epoch[idx], self.arm_names,
-                    self.arm_keys, self.arm_pos, self.n_arms[idx], self.metric_names, self.metric_keys,
-                    self.metric_pos, self.n_metrics)
 
     # positions -------------------------------------------------------------------------------
     def e(self, ids: pl.Series) -> np.ndarray:
@@ -178,21 +174,5 @@ class Grid:
         return out
 
     def within_epoch(self, ufunc: np.ufunc, values: np.ndarray, identity: float) -> np.ndarray:
-        """Running ``ufunc`` along nights, restarting at each epoch (``[E, D, ...]`` arrays).
-
-        Returns a float64 array of ``values``' shape; ``identity`` fills what no epoch covers.
-        """
-        epoch = self.epoch.reshape(self.epoch.shape + (1,) * (values.ndim - 2))
-        out = np.full(values.shape, identity, dtype=float)
-        for ep in range(int(self.epoch.max()) + 1 if self.epoch.size else 0):
-            here = epoch == ep
-            acc = ufunc.accumulate(np.where(here, values, identity), axis=1)
-            out = np.where(here, acc, out)
-        return out
-
-    def epoch_start(self) -> np.ndarray:
-        """``[E, D]`` night position at which each look's epoch started."""
-        d = np.arange(self.nights)[None, :]
-        prev = np.concatenate([np.full((self.epoch.shape[0], 1), -2), self.epoch[:, :-1]], axis=1)
-        starts = np.where(self.epoch != prev, d, 0)
-        return np.maximum.accumulate(starts, axis=1)
+        """Running ``ufunc`` along nights, restarting at each epoch (``stats.epochs.within_epoch``)."""
+        return within_epoch(ufunc, values, self.epoch, identity)
