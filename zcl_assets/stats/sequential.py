@@ -99,7 +99,7 @@ def cs_halfwidth(
         np.isfinite(sigma2) & (sigma2 > 0) & np.isfinite(n) & (n > 0)
         & np.isfinite(rho) & (rho > 0) & (alpha > 0) & (alpha < 1)
     )
-    s2 = np.where(ok, sigma2, 1.0)
+    s2 = np.where(ok, sigma2, 1.0)  # pragma: no mutate
     nn = np.where(ok, n, 1.0)
     r2 = np.where(ok, rho, 1.0) ** 2
     a = np.where(ok, alpha, 0.5)
