@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from ._validate import as_float, check_alpha, check_nonnegative, guard_variance, out
+from ._validate import check_alpha, out, two_arms
 
 __all__ = ["WelchResult", "welch"]
 
@@ -71,12 +71,7 @@ def welch(n_t, mean_t, var_t, n_c, mean_c, var_c, alpha: float = 0.05) -> WelchR
         34:28-35. Satterthwaite, F. E. (1946). Biometrics Bulletin 2:110-114.
     """
     alpha = check_alpha(alpha)
-    arrs = np.broadcast_arrays(*(as_float(a) for a in (n_t, mean_t, var_t, n_c, mean_c, var_c)))
-    n_t, mean_t, var_t, n_c, mean_c, var_c = arrs
-    for name, a in (("n_t", n_t), ("n_c", n_c), ("var_t", var_t), ("var_c", var_c)):
-        check_nonnegative(name, a)
-    finite = np.all([np.isfinite(a) for a in arrs], axis=0)
-    var_t, var_c = guard_variance(var_t, mean_t), guard_variance(var_c, mean_c)
+    n_t, mean_t, var_t, n_c, mean_c, var_c, finite = two_arms(n_t, mean_t, var_t, n_c, mean_c, var_c)
     with np.errstate(invalid="ignore"):
         enough = finite & (n_t >= 2) & (n_c >= 2)
     nt, nc = np.where(enough, n_t, 2.0), np.where(enough, n_c, 2.0)
