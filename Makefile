@@ -21,10 +21,10 @@ run: $(STAMP)
 	$(BIN)/zcl import bundled
 	$(BIN)/zcl run
 
-## Set up, lint, and run the tests and the docstring examples.
+## Set up, lint, and run the tests and the docstring examples, on two workers (docs/testing.md).
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -rs
+	$(BIN)/python -m pytest -q -rs -n 2 --dist loadgroup
 
 ## Mutation testing: killed / total planted bugs per folder (tens of minutes; docs/testing.md).
 mutation: $(STAMP)

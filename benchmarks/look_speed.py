@@ -60,21 +60,20 @@ def build(n_exp: int, n_nights: int, mix: str, seed: int = 1) -> LookInputs:
             if kind[e] == 0:
                 rows.append(base | dict(metric="success", metric_kind="binary_proportion", role="primary",
                                         direction="increase", sign=1.0, mde=0.05, mde_signed=0.05, baseline_mean=0.4,
-                                        unit_sd=None, margin=None, guardrail_order=-1, binary_metric=True,
-                                        plan_metric="binary"))
+                                        unit_sd=None, margin=None, guardrail_order=-1, counts_successes=True))
             else:
                 m = metric[e]
                 rows.append(base | dict(metric=m, metric_kind="continuous_mean", role="primary",
                                         direction="decrease" if m == "time_minutes" else "increase",
                                         sign=-1.0 if m == "time_minutes" else 1.0, mde=2.0, mde_signed=2.0,
                                         baseline_mean=30.0, unit_sd=10.0, margin=None, guardrail_order=-1,
-                                        binary_metric=False, plan_metric="continuous"))
+                                        counts_successes=False))
                 if kind[e] == 2:
                     rows.append(rows[-1] | dict(metric_kind="ratio_of_sums", role="secondary"))
             if guard[e]:
                 rows.append(rows[-1] | dict(metric="tokens", metric_kind="continuous_mean", role="guardrail",
                                             direction="decrease", sign=-1.0, margin=2000.0, guardrail_order=0,
-                                            binary_metric=False))
+                                            counts_successes=False))
     comps = pl.DataFrame(rows).with_columns(
         pl.col("unit_sd").cast(pl.Float64), pl.col("margin").cast(pl.Float64), pl.col("plan_reason").cast(pl.String))
     comps = comps.with_columns(

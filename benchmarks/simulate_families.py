@@ -26,7 +26,7 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zcl_assets.analysis.engine import analyse  # noqa: E402
-from zcl_assets.simulation.families import simulate_families  # noqa: E402
+from zcl_assets.simulation.families import FamilyDesign, simulate_families  # noqa: E402
 
 CHUNK = 1000
 
@@ -36,7 +36,7 @@ def run(n_families: int, effect: float, units: float, seed: int) -> pl.DataFrame
     parts = []
     for i, start in enumerate(range(0, n_families, CHUNK)):
         m = min(CHUNK, n_families - start)
-        inputs, _ = simulate_families(m, effect=effect, units_per_arm_night=units, seed=seed * 1000 + i)
+        inputs, _ = simulate_families(m, FamilyDesign(effect=effect, units_per_arm_night=units), seed=seed * 1000 + i)
         look = analyse(inputs).filter(pl.col("is_primary"))
         key = ["chunk", "org_id", "experiment_id", "treatment_arm"]
         look = look.with_columns(pl.lit(i).alias("chunk")).with_columns(

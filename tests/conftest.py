@@ -8,9 +8,8 @@ import pytest
 from hypothesis import Phase, settings
 
 # Property tests are deterministic: examples derive from each test's own code, not from a
-# random seed or a database of earlier failures, so every run (and every mutant) sees the same.
-# No deadline: a slow example on a loaded machine is not a failure (speed is measured by
-# benchmarks, never by tests).
+# random seed or a database of earlier failures, so every run (and every mutant) sees the same;
+# no deadline, since how long an example takes depends on the machine's load, not on the code.
 settings.register_profile("seeded", derandomize=True, database=None, deadline=None)
 # benchmarks/mutation.py: a mutant is killed by the first failing example; shrinking it only
 # makes the failure readable, and took up to five minutes for one mutant.
@@ -39,6 +38,26 @@ def require_shared_data(path: Path) -> None:
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)
+
+
+# The tests that the mutation runner gives a mutant, cheapest level first (its `[tool.mutmut]`
+# selection is in that order), each module's tests kept together so its fixtures run once.
+MUTATION_ORDER = ("tests/stats", "tests/analysis", "tests/simulation", "tests/ingest", "tests/importers", "tests/test_docs.py",
+                  "tests/end_to_end")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Group the tests for pytest-xdist (``make test`` runs two workers, ``--dist loadgroup``): the
+    tests of one file stay on one worker, so a module's fixture (often a whole nightly run) is
+    built once, and the report tests, which share one session fixture (a warehouse looked at on
+    several nights), stay together. Under the mutation runner, order them cheapest level first."""
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group("tests/reports" if path.startswith("tests/reports/") else path))
+    if os.environ.get("ZCL_HYPOTHESIS_PROFILE") == "mutation":
+        def rank(item):
+            return next((i for i, prefix in enumerate(MUTATION_ORDER) if item.nodeid.startswith(prefix)), len(MUTATION_ORDER))
+        items.sort(key=rank)  # stable: each level keeps its collection order
 
 
 @pytest.fixture

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
+import re
 
 import polars as pl
+from scipy import stats
 
 from zcl_assets.analysis.design import comparisons
 from zcl_assets.analysis.engine import STAT_COLUMNS, LookInputs, analyse
@@ -116,3 +119,43 @@ def row(frame: pl.DataFrame, day: dt.date | None = None, **match) -> dict:
         sel = sel.filter(pl.col(k) == v)
     assert sel.height == 1, (match, sel.height)
     return sel.row(0, named=True)
+
+
+# References computed from the published formulas, shared by the tests of the look
+
+Z80 = stats.norm.ppf(0.8)
+NIGHT = DAY0 + dt.timedelta(days=20)
+
+
+def cs_reference(diff, v_t, n_t, v_c, n_c, alpha, n_star):
+    """Normal-mixture CS half-width and anytime p (Howard et al. 2021 Sec 3.5; Waudby-Smith et al. 2024)."""
+    n = n_t + n_c
+    sigma2 = n * (v_t / n_t + v_c / n_c)
+    tuning = -2 * math.log(alpha) + math.log(1 - 2 * math.log(alpha))
+    return sigma2, n, tuning / n_star
+
+
+def halfwidth(sigma2, n, rho2, level):
+    return math.sqrt(sigma2 * 2 * (n * rho2 + 1) / (n * n * rho2) * math.log(math.sqrt(n * rho2 + 1) / level))
+
+
+def anytime_p(diff, sigma2, n, rho2):
+    return min(1.0, math.sqrt(n * rho2 + 1) * math.exp(-diff**2 * n * n * rho2 / (2 * sigma2 * (n * rho2 + 1))))
+
+
+def sig(x, digits=4):
+    """A figure as the reasons print it: rounded to ``digits`` significant figures, shortest form."""
+    text = repr(float(f"{x:.{digits}g}"))
+    return re.sub(r"e([-+])0*(\d)", lambda m: "e" + m[1].replace("+", "") + m[2], text)
+
+
+def binary_cs(x_t, n_t, x_c, n_c, level=0.0125, alpha=0.0125, mde=0.05, baseline=0.5, power=0.8):
+    """CS ends and anytime p of a 50/50 binary comparison, tuned at its plan (hand formulas above)."""
+    n_fixed = (stats.norm.isf(alpha / 2) + stats.norm.ppf(power)) ** 2 * (baseline * (1 - baseline) + (baseline + mde) * (1 - baseline - mde)) \
+        / mde**2
+    plan = math.ceil(1.73 * n_fixed)
+    p_t, p_c = x_t / n_t, x_c / n_c
+    sigma2, n, rho2 = cs_reference(p_t - p_c, p_t * (1 - p_t), n_t, p_c * (1 - p_c), n_c, alpha, 2 * plan)
+    hw = halfwidth(sigma2, n, rho2, level)
+    return p_t - p_c - hw, p_t - p_c + hw, anytime_p(p_t - p_c, sigma2, n, rho2), plan
+

@@ -16,7 +16,7 @@ from zcl_assets.analysis.registration import RegistrationPolicy, plan_registrati
 EVENTS = {"experiment_id": pl.String, "status": pl.String, "at": pl.Datetime("us", "UTC"), "reason": pl.String,
           "allocation": pl.String}
 KEY = ["experiment_id", "role", "metric", "metric_kind", "treatment_arm", "control_arm", "direction", "sign", "ratio",
-       "margin", "guardrail_order", "is_primary", "binary_metric", "plan_metric", "analysis_unit", "source", "allocation"]
+       "margin", "guardrail_order", "is_primary", "counts_successes", "analysis_unit", "source", "allocation"]
 
 
 def _design(registrations, snapshot_metrics=(), changed=()):
@@ -55,33 +55,34 @@ def test_every_comparison_of_five_designs_row_by_row():
     bp, cm, rs = "binary_proportion", "continuous_mean", "ratio_of_sums"
     assert got == [
         # a: guardrails sort before the primary ("guardrail" < "primary"), then metric, then arm order
+        # counts_successes: the metric counts successes (success), whatever its kind
         ("a", "guardrail", "time_minutes", cm, "zeta", "baseline", "decrease", -1.0, 0.6, 2.0, 1, False, False,
-         "continuous", "session", "sessions", "declared, changed"),
+         "session", "sessions", "declared, changed"),
         ("a", "guardrail", "time_minutes", cm, "alpha", "baseline", "decrease", -1.0, 0.4, 2.0, 1, False, False,
-         "continuous", "session", "sessions", "declared, changed"),
+         "session", "sessions", "declared, changed"),
         ("a", "guardrail", "tokens", cm, "zeta", "baseline", "decrease", -1.0, 0.6, 500.0, 0, False, False,
-         "continuous", "session", "sessions", "declared, changed"),
+         "session", "sessions", "declared, changed"),
         ("a", "guardrail", "tokens", cm, "alpha", "baseline", "decrease", -1.0, 0.4, 500.0, 0, False, False,
-         "continuous", "session", "sessions", "declared, changed"),
+         "session", "sessions", "declared, changed"),
         ("a", "primary", "success", bp, "zeta", "baseline", "increase", 1.0, 0.6, None, -1, True, True,
-         "binary", "session", "sessions", "declared, changed"),
+         "session", "sessions", "declared, changed"),
         ("a", "primary", "success", bp, "alpha", "baseline", "increase", 1.0, 0.4, None, -1, True, True,
-         "binary", "session", "sessions", "declared, changed"),
+         "session", "sessions", "declared, changed"),
         ("b", "primary", "success", cm, "treatment", "control", "increase", 1.0, 1.0, None, -1, True, True,
-         "continuous", "user", "sessions", "declared"),
+         "user", "sessions", "declared"),
         ("b", "secondary", "success", rs, "treatment", "control", "increase", 1.0, 1.0, None, -1, False, True,
-         "continuous", "user", "sessions", "declared"),
+         "user", "sessions", "declared"),
         ("c", "primary", "metric_1", cm, "treatment", "control", "increase", 1.0, 1.0, None, -1, True, False,
-         "continuous", "session (aggregate export)", "arm_snapshots", "unknown"),
+         "session (aggregate export)", "arm_snapshots", "unknown"),
         ("c", "secondary", "metric_2", cm, "treatment", "control", "increase", 1.0, 1.0, None, -1, False, False,
-         "continuous", "session (aggregate export)", "arm_snapshots", "unknown"),
+         "session (aggregate export)", "arm_snapshots", "unknown"),
         # a binary metric beside a continuous primary one is a proportion (the kind of its own metric)
         ("c", "secondary", "success", bp, "treatment", "control", "increase", 1.0, 1.0, None, -1, False, True,
-         "binary", "session (aggregate export)", "arm_snapshots", "unknown"),
+         "session (aggregate export)", "arm_snapshots", "unknown"),
         ("d", "primary", "time_minutes", cm, "treatment", "control", "decrease", -1.0, 1.0, None, -1, True, False,
-         "continuous", "session", "sessions", "declared"),
+         "session", "sessions", "declared"),
         ("e", "primary", "success", bp, "treatment", "control", "increase", 1.0, 1.0, None, -1, True, True,
-         "binary", "user (aggregate export)", "arm_snapshots", "unknown"),
+         "user (aggregate export)", "arm_snapshots", "unknown"),
     ]
     assert comps.get_column("cid").to_list() == list(range(13))
     for kind, estimand in zip(comps.get_column("metric_kind"), comps.get_column("estimand")):

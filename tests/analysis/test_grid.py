@@ -1,4 +1,4 @@
-"""The dense grid of the look: positions, scattering with carry-forward, subsets, epochs.
+"""The dense grid of the look: positions, scattering with carry-forward, running sums within epochs.
 
 Every expected array is written out by hand from the few rows each test builds.
 """
@@ -47,20 +47,6 @@ def test_positions_of_experiments_nights_arms_and_metrics():
     assert g.d(pl.Series([DAY0, DAY0 + dt.timedelta(days=3)])).tolist() == [0, 3]
 
 
-def test_a_subset_keeps_the_positions_of_its_experiments():
-    g = _grid()
-    s = g.subset(np.array([1]))
-    assert s.epoch.tolist() == [[-1, 0, 0, 0]] and s.segment_epoch.tolist() == [[0, -1]] and s.n_arms.tolist() == [3]
-    # names, arm and metric positions and sizes are those of the whole grid
-    assert (s.experiments, s.day0, s.nights, s.arm_names, s.metric_names, s.n_metrics) == (
-        g.experiments, g.day0, g.nights, g.arm_names, g.metric_names, g.n_metrics)
-    for field in ("arm_keys", "arm_pos", "metric_keys", "metric_pos"):
-        assert np.array_equal(getattr(s, field), getattr(g, field)), field
-    assert s.metric(np.array([1]), pl.Series(["tokens"])).tolist() == [1]
-    # epoch-wise running maximum on the subset: b's one epoch from night 1
-    assert s.within_epoch(np.maximum, np.array([[5.0, 1.0, 3.0, 2.0]]), 0.0).tolist() == [[0.0, 1.0, 3.0, 3.0]]
-
-
 def test_tensor_carries_cumulative_values_forward_and_keeps_the_latest_of_early_rows():
     g = _grid()
     # rows: a/arm 1 at night 1 (7) and night 3 (9); b/arm 2 before the first night twice
@@ -85,9 +71,8 @@ def test_tensor_without_carry_adds_the_rows_of_each_night():
     assert out.tolist() == [[0.0, 5.0, 0.0, 4.0], [5.0, 0.0, 0.0, 0.0]]
 
 
-def test_epoch_starts_and_running_sums_restart_at_a_reopen():
+def test_running_sums_restart_at_a_reopen():
     g = _grid()
-    assert g.epoch_start().tolist() == [[0, 0, 2, 2], [0, 1, 1, 1]]
     run = g.within_epoch(np.add, np.ones((2, 4)), 0.0)
     assert run.tolist() == [[1.0, 2.0, 1.0, 2.0], [0.0, 1.0, 2.0, 3.0]]
     # counts given as integers come back as floats (the running figures of the look are floats)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from zcl_assets.analysis.metrics import (
     KINDS,
     RATIO_OF_SUMS,
     ArmStats,
+    counts_successes,
+    kind_estimand,
     metric_spec,
     primary_kind_column,
     several_sessions_a_unit,
@@ -37,8 +38,11 @@ def test_every_kind_says_everything_a_comparison_needs():
     assert set(KINDS) == {"binary_proportion", "continuous_mean", "ratio_of_sums"}
     for kind in KINDS.values():
         assert kind.estimand and kind.sufficient_statistics and kind.descriptive and kind.cs_variance and kind.plan
-        assert callable(kind.arm_variance) and callable(kind.describe) and callable(kind.fixed_sample)
-    assert BINARY_PROPORTION.clip == (-1.0, 1.0) and CONTINUOUS_MEAN.clip is None
+        assert callable(kind.arm_variance) and callable(kind.describe)
+    assert BINARY_PROPORTION.clip == (-1.0, 1.0) and CONTINUOUS_MEAN.clip is None and RATIO_OF_SUMS.clip is None
+    # the formula of stats.power that plans each kind; the ratio of sums never decides, so is never planned
+    assert (BINARY_PROPORTION.power_formula, CONTINUOUS_MEAN.power_formula, RATIO_OF_SUMS.power_formula) == (
+        "binary", "continuous", None)
 
 
 def test_the_catalogue_covers_every_contract_metric_and_decides_the_kind():
@@ -62,12 +66,16 @@ def test_the_primary_kind_of_every_design():
     assert got.to_series().to_list() == want
 
 
-def test_no_code_outside_the_registry_asks_whether_a_metric_is_success():
-    pattern = re.compile(r"""==\s*["']success["']|["']success["']\s*==""")
+def test_no_code_outside_the_registry_asks_whether_a_metric_is_binary():
+    # "is it binary" is asked of the registry (a kind's clip and power formula, the catalogue's
+    # counts_successes), never by a metric's name, the list of binary metrics, a kind's name
+    # or a column that happens to be null
+    pattern = re.compile(r"""==\s*["'](success|binary_proportion)["']|["']success["']\s*==|BINARY_METRICS|"""
+                         r"""BINARY_PROPORTION\.name|successes_control.{0,20}null_count""")
     offenders = []
     for folder in ("zcl_assets/analysis", "zcl_assets/defs", "zcl_assets/reports", "zcl_assets/stats"):
         for path in (ROOT / folder).rglob("*.py"):
-            if pattern.search(path.read_text(encoding="utf-8")):
+            if path.name != "metrics.py" and pattern.search(path.read_text(encoding="utf-8")):
                 offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
 
@@ -86,18 +94,14 @@ def test_cs_variances_by_kind():
     assert RATIO_OF_SUMS.arm_variance(a._replace(mean=np.asarray([r])))[0] == pytest.approx(3 * var_ratio, rel=1e-12)
 
 
-def test_fixed_sample_formulas_by_kind():
-    z = stats.norm.isf(0.025) + stats.norm.ppf(0.8)
-    # DESIGN: 0.50 -> 0.60 at alpha 0.05, power 0.8 is 384.6 per arm (two-sample, unpooled)
-    assert float(BINARY_PROPORTION.fixed_sample(0.5, 0.1, None, 0.05, 0.8, 1.0)) == pytest.approx(
-        z**2 * (0.25 + 0.24) / 0.01, rel=1e-12)
-    assert float(CONTINUOUS_MEAN.fixed_sample(30.0, 3.0, 10.0, 0.05, 0.8, 1.0)) == pytest.approx(
-        z**2 * 200 / 9, rel=1e-12)
-    # clustered: sessions at the per-session sd, times 1 + (m - 1) ICC, divided by m
-    sessions = z**2 * 2 * 0.25**2 / 0.05**2
-    users = float(RATIO_OF_SUMS.fixed_sample(0.6, 0.05, 0.25, 0.05, 0.8, 1.0, sessions_per_user=4.0, icc=0.3))
-    assert users == pytest.approx(sessions * (1 + 3 * 0.3) / 4, rel=1e-12)
-    assert math.isfinite(users)
+def test_the_estimand_and_the_success_counting_come_from_the_registry():
+    # every kind's estimand by name; a binary metric counts successes whatever its kind (a user's
+    # sessions averaged included), a continuous one or an export's metric_3 never
+    frame = pl.DataFrame({"kind": list(KINDS), "metric": ["success", "success", "tokens"]})
+    got = frame.select(kind_estimand(pl.col("kind")), counts_successes(pl.col("metric")).alias("counts"))
+    assert got.get_column("kind").to_list() == [k.estimand for k in KINDS.values()]
+    assert got.get_column("counts").to_list() == [True, True, False]
+    assert pl.select(counts_successes(pl.lit("metric_3"))).item() is False
 
 
 def _arms(ns, means):

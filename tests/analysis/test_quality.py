@@ -10,10 +10,12 @@ import pytest
 from scipy import stats
 
 from tests.analysis.looks import DAY0, binary, build, registration
+from tests.stats.srm_reference import srm_constancy, srm_sequential
 from zcl_assets.analysis.engine import analyse
 from zcl_assets.analysis.grid import Grid
 from zcl_assets.analysis.quality import rule_one
-from zcl_assets.stats.srm import SRM_ALPHA, srm_constancy, srm_sequential, tuned_concentration
+from zcl_assets.stats import srm
+from zcl_assets.stats.srm import SRM_ALPHA, tuned_concentration
 
 
 def nightly(eid, arms, cum):
@@ -114,11 +116,7 @@ def test_a_night_without_a_look_between_two_looks_does_not_count_the_units_twice
     # The chi-square of homogeneity is that of the snapshots' arrivals (scipy's
     # chi2_contingency); restarting the epoch after a night without a look counted every unit
     # again as one night's arrivals (bundled ASOS 591c2c: p < 1e-16 instead of 0.31)
-    from types import SimpleNamespace
-
     from scipy.stats import chi2_contingency
-
-    from zcl_assets.analysis.quality import _constancy
 
     rng = np.random.default_rng(6)
     snapshots = rng.multinomial(3000, [0.5, 0.5], size=6).cumsum(0)
@@ -128,9 +126,7 @@ def test_a_night_without_a_look_between_two_looks_does_not_count_the_units_twice
     cum = np.zeros((1, 21, 2))
     for night, counts in zip(looked, [*snapshots, snapshots[-1]]):
         cum[0, night] = counts  # counts exist on looked nights only, as the look's grid has them
-    grid = SimpleNamespace(epoch=epoch, n_arms=np.array([2]))
-    grid.within_epoch = lambda ufunc, values, identity: Grid.within_epoch(grid, ufunc, values, identity)
-    p, chi_p = _constancy(grid, cum, np.ones((1, 2), dtype=bool))
+    p, chi_p = srm.srm_constancy(cum, np.ones((1, 2), dtype=bool), epoch)
     arrivals = np.diff(np.vstack([np.zeros(2), snapshots]), axis=0)
     assert chi_p[0, 20] == pytest.approx(chi2_contingency(arrivals, correction=False)[1], rel=1e-9)
     assert p[0, 20] == pytest.approx(srm_constancy(snapshots).pvalue[-1], rel=1e-9)
@@ -155,26 +151,3 @@ def test_outcome_imbalance_along_the_nights_is_the_sequential_test_of_the_verifi
     fired = out.filter(pl.col("imbalance_p_value") < SRM_ALPHA).get_column("as_of").min()
     assert out.filter(pl.col("as_of") >= fired).get_column("decision").unique().to_list() == ["invalid"]
     assert "verified outcomes imbalanced between arms" in out.get_column("decision_reason")[-1]
-
-
-def test_a_night_without_evidence_leaves_the_running_p_value_where_it_was():
-    # the grid of tests/analysis/test_grid.py: "a" has epochs 0, 0, 1, 1; "b" is not looked at
-    # on night 0 and has epoch 0 after. A NaN log e-value is no evidence: before any evidence
-    # p is 1, after it the running maximum stands; a new epoch starts again at 1.
-    from tests.analysis.test_grid import _grid
-    from zcl_assets.analysis.quality import _running_p
-
-    nan = np.nan
-    log_e = np.array([[nan, np.log(4), nan, np.log(2)], [nan, nan, np.log(2), nan]])
-    np.testing.assert_allclose(_running_p(_grid(), log_e), [[1, 0.25, 1, 0.5], [1, 1, 0.5, 0.5]], rtol=1e-12)
-
-
-def test_each_night_knows_the_night_its_epoch_started_across_unlooked_nights():
-    # By hand. "a": epoch 0 on night 0, no look on night 1 (it continues epoch 0), epoch 0 on
-    # night 2, a reopen (epoch 1) on night 3: starts 0, 0, 0, 3. "b": no look on night 0, epoch 0
-    # on nights 1 and 2, no look on night 3 (continuing it): starts 0, 1, 1, 1. Each row is read
-    # on its own: "a"'s later looks must not carry into "b".
-    from zcl_assets.analysis.quality import _continuing_epoch_start
-
-    epoch = np.array([[0, -1, 0, 1], [-1, 0, 0, -1]])
-    assert _continuing_epoch_start(epoch).tolist() == [[0, 0, 0, 3], [0, 1, 1, 1]]

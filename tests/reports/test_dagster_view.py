@@ -10,9 +10,9 @@ import duckdb
 import pytest
 
 from tests.reports.conftest import NIGHTS, SRM_EXPERIMENT
-from zcl_assets.reports.experiments import srm_threshold
 from zcl_assets.reports.formatting import interval
 from zcl_assets.runner import run_night
+from zcl_assets.stats.srm import SRM_ALPHA
 
 
 def _latest(instance: dg.DagsterInstance, experiment_id: str) -> dict:
@@ -78,7 +78,7 @@ def test_sample_ratio_check_reports_the_look_just_taken(looked, monkeypatch):
             expected = con.execute(
                 "SELECT experiment_id, treatment_arm, srm_units_control, srm_units_treatment FROM experiment_analysis "
                 "WHERE is_primary AND srm_sequential_p < ? AND as_of = ? ORDER BY srm_sequential_p",
-                [srm_threshold(), NIGHTS[0]],
+                [SRM_ALPHA, NIGHTS[0]],
             ).fetchall()
         # Restore the newest night's look for the other tests of this session.
         assert all(r.success for r in run_night(instance, NIGHTS[-1]))

@@ -1,8 +1,9 @@
 """A/A simulation with nightly looks: the decision rule keeps false positives <= alpha.
 
 Each run is one experiment with no true effect, looked at every night for 30 nights
-through the full path of the pipeline's statistics: cumulative sufficient statistics ->
-``confidence_sequence`` -> ``decide``. A false positive is a run that ever reaches
+through the statistics the look reads: cumulative sufficient statistics -> the confidence
+sequence of ``stats.sequential`` tuned at the plan -> ``burn_in`` and ``decide`` of
+``stats.decision``. A false positive is a run that ever reaches
 ``adopt`` or ``reject``. Scenarios include small daily traffic so that the binary burn-in
 (10 successes and failures per arm) ends just before some looks, where the normal
 approximation is weakest.
@@ -18,9 +19,9 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from zcl_assets.stats.decision import ADOPT, REJECT, decide
+from tests.stats.references import confidence_sequence
+from zcl_assets.stats.decision import ADOPT, REJECT, Evidence, burn_in, decide
 from zcl_assets.stats.power import planned_sample
-from zcl_assets.stats.sequential import confidence_sequence
 
 N_DAYS = 30
 
@@ -84,11 +85,10 @@ def nightly_decisions(paths: ArmPaths, alpha, n_plan, min_samples, mde, directio
     cs = confidence_sequence(paths.n_t, paths.mean_t, paths.var_t,
                              paths.n_c, paths.mean_c, paths.var_c, alpha, n_plan)
     days = np.arange(1, paths.n_t.shape[1] + 1)
-    kw = {}
-    if paths.counts is not None:
-        kw = dict(zip(("successes_t", "failures_t", "successes_c", "failures_c"), paths.counts))
-    d = decide(cs.ci_low, cs.ci_high, mde, paths.n_t, paths.n_c, n_plan, min_samples, days,
-               direction=direction, **kw)
+    fewest = np.inf if paths.counts is None else np.minimum.reduce(paths.counts)
+    reached = (paths.n_c >= n_plan) & (paths.n_t >= n_plan)
+    d = decide(Evidence(cs.ci_low, cs.ci_high, mde, direction, plan_reached=reached,
+                        burn_in=burn_in(paths.n_t, paths.n_c, min_samples, days, fewest)))
     return cs, d.label
 
 

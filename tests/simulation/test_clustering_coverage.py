@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from zcl_assets.stats.clustering import delta_method_difference, delta_method_mean, design_effect
+from zcl_assets.stats.clustering import delta_method_difference, delta_method_mean
 from zcl_assets.stats.continuous import welch
-from zcl_assets.stats.srm import srm_chisquare, srm_sequential
+from zcl_assets.stats.srm import DEFAULT_PRIOR_CONCENTRATION, srm_chisquare, srm_sequential
 
 REPS = 1000
 USERS_PER_ARM = 400
@@ -66,7 +66,7 @@ def test_delta_method_covers_and_naive_undercovers():
     # root of the design effect, 1 + ((1 + cv^2) m - 1) ICC with mean cluster size m = 5,
     # cv = sd(m) / m = 2 / 5 and ICC = 1 / (1 + 1) = 0.5 (Eldridge, Ashby, Kerry 2006): DE =
     # 3.4, so coverage 2 Phi(1.96 / sqrt(3.4)) - 1 = 0.712.
-    de = design_effect(5.0, 0.5, 2.0 / 5.0)
+    de = 1 + ((1 + (2.0 / 5.0) ** 2) * 5.0 - 1) * 0.5
     assert de == pytest.approx(3.4)
     expected = 2 * stats.norm.cdf(stats.norm.isf(0.025) / np.sqrt(de)) - 1
     assert abs(naive_cover - expected) < 3 * np.sqrt(expected * (1 - expected) / REPS), (naive_cover, expected)
@@ -86,7 +86,8 @@ def test_srm_on_users_does_not_fire_falsely():
     nightly = np.stack([treated, arrivals - treated], axis=-1)
     cum = nightly.cumsum(axis=1)
     limit = 0.05 + 3 * np.sqrt(0.05 * 0.95 / REPS)
-    seq = srm_sequential(cum, [0.5, 0.5], looks_axis=1)
-    assert np.mean(seq.pvalue[:, -1] < 0.05) <= limit
-    chi = srm_chisquare(cum[:, -1], [0.5, 0.5])
-    assert np.mean(chi.pvalue < 0.05) <= limit
+    seq = srm_sequential(cum[:, :, None, :], np.full((1, 1, 1, 2), 0.5), np.full((REPS, 1, 1), DEFAULT_PRIOR_CONCENTRATION),
+                         np.zeros((REPS, 30), dtype=np.int64), np.ones((REPS, 30, 1), dtype=bool))
+    assert np.mean(seq[:, -1] < 0.05) <= limit
+    chi = srm_chisquare(cum[:, -1], cum[:, -1].sum(axis=1, keepdims=True) * 0.5, np.ones((REPS, 2), dtype=bool))
+    assert np.mean(chi < 0.05) <= limit

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from tests.simulation.test_aa_false_positive import N_DAYS, binary_paths, normal_paths
+from tests.stats.references import confidence_sequence
 from zcl_assets.stats.binary import miettinen_nurminen
 from zcl_assets.stats.continuous import welch
 from zcl_assets.stats.power import planned_sample
-from zcl_assets.stats.sequential import confidence_sequence
 
 # (name, metric, mean_t, mean_c, sd, units/arm/day)
 COVERAGE_SCENARIOS = [

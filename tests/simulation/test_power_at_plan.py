@@ -2,8 +2,8 @@
 
 The planned sample is ``R_DEFAULT`` times the fixed-horizon z-test sample. Traffic is
 constant, so the planned sample is reached at the last of the 30 nightly looks (the
-calibration's setting), and every look goes through ``confidence_sequence`` and
-``decide`` with burn-in. A run counts when it reaches ``adopt`` at some look whose
+calibration's setting), and every look goes through the confidence sequence and ``decide``
+with burn-in (``test_aa_false_positive.nightly_decisions``). A run counts when it reaches ``adopt`` at some look whose
 control-arm sample does not exceed ``N_plan`` by more than one day of traffic (the first
 look at or past ``N_plan``). Target: at least the registered power.
 """

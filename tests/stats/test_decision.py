@@ -1,4 +1,10 @@
-"""Tests for zcl_assets.stats.decision: one per rule of DESIGN section 6, and precedence."""
+"""Tests for zcl_assets.stats.decision: one per rule of DESIGN section 6, and precedence.
+
+``decide`` reads the evidence the look gathers (rule 1's verdict, the burn-in, the guardrail
+hold, the progress to the plan); ``burn_in`` and ``guardrail_verdict`` are the readings of
+rule 2 and of each guardrail. How the look gathers them is tested in
+``tests/analysis/test_verdict.py``.
+"""
 
 from __future__ import annotations
 
@@ -11,20 +17,20 @@ from zcl_assets.stats.decision import (
     INCONCLUSIVE,
     INVALID,
     NO_EFFECT,
+    NON_INFERIOR,
+    NOT_YET_SHOWN,
     REJECT,
+    Evidence,
     Label,
+    burn_in,
     decide,
+    guardrail_verdict,
 )
 
-# A look past burn-in and short of the planned sample.
-BASE = dict(mde=0.05, n_t=500, n_c=500, n_plan=1000, min_samples=100,
-            days_since_first_assignment=10)
 
-
-def one(ci_low, ci_high, **kw):
-    args = dict(BASE)
-    args.update(kw)
-    d = decide(ci_low, ci_high, **args)
+def one(cs_low, cs_high, **fields):
+    """The label and reason of one comparison, past burn-in and short of its plan unless told."""
+    d = decide(Evidence(cs_low=cs_low, cs_high=cs_high, **{"mde": 0.05, **fields}))
     return str(d.label), str(d.reason)
 
 
@@ -35,75 +41,56 @@ def test_labels_are_the_design_strings():
 
 
 # Rule 1
-@pytest.mark.parametrize("flag", ["srm_fired", "baseline_drift", "outcome_imbalance",
-                                  "contract_violations_exceeded", "already_invalid"])
-def test_rule1_invalid_flags_win_over_everything(flag):
-    label, reason = one(0.1, 0.2, **{flag: True})  # would otherwise be adopt
-    assert label == INVALID and reason == INVALID_REASONS[flag]
-
-
-# the reason each invalid flag gives, as the report shows it
-INVALID_REASONS = {
-    "srm_fired": "sequential SRM fired",
-    "baseline_drift": "control context digest drifted",
-    "outcome_imbalance": "verified outcomes imbalanced between arms",
-    "contract_violations_exceeded": "contract violations exceed threshold",
-    "already_invalid": "invalid since an earlier look (no reopen event)",
-}
-
-
-def test_guardrail_intervals_must_come_whole():
-    for half in (dict(guardrail_ci_low=[-0.1]), dict(guardrail_ci_high=[0.1]),
-                 dict(guardrail_ci_low=[-0.1], guardrail_ci_high=[0.1])):
-        with pytest.raises(ValueError, match="^guardrails need ci_low, ci_high and margin together$"):
-            decide(0.1, 0.2, **BASE, **half)
-
-
-def test_rule1_invalid_is_sticky_until_reopen():
-    assert one(0.1, 0.2, already_invalid=True)[0] == INVALID
-    assert one(0.1, 0.2, already_invalid=False)[0] == ADOPT
+def test_rule1_invalid_wins_over_everything_with_its_reason():
+    why = "invalid since an earlier look (no reopen event)"
+    assert one(0.1, 0.2, invalid=why) == (INVALID, why)  # would otherwise be adopt
+    assert one(-0.2, -0.1, invalid=why, burn_in="burn-in: x", plan_reached=True)[0] == INVALID
+    assert one(0.1, 0.2, invalid="")[0] == ADOPT
+    assert decide(Evidence(0.1, 0.2, 0.05, invalid=why)).rule.tolist() == 1
 
 
 # Rule 2
-def test_rule2_burn_in_days():
-    label, reason = one(0.1, 0.2, days_since_first_assignment=6.9)
-    assert label == CONTINUE and "7 days" in reason
-    assert one(0.1, 0.2, days_since_first_assignment=7)[0] == ADOPT
-    assert one(0.1, 0.2, days_since_first_assignment=np.nan)[0] == CONTINUE
+def test_rule2_burn_in_beats_reject_and_the_interval_undefined():
+    assert one(-0.2, -0.1, burn_in="burn-in: fewer than 7 days since first assignment") == (
+        CONTINUE, "burn-in: fewer than 7 days since first assignment")
+    assert decide(Evidence(np.nan, np.nan, 0.05, burn_in="burn-in: x")).rule.tolist() == 2
 
 
-def test_rule2_burn_in_minimum_sample():
-    label, reason = one(0.1, 0.2, n_t=99)
-    assert label == CONTINUE and "minimum sample" in reason
-    assert one(0.1, 0.2, n_c=99)[0] == CONTINUE
+def test_burn_in_days():
+    assert burn_in(500, 500, 100, 6.9).tolist() == "burn-in: fewer than 7 days since first assignment"
+    assert burn_in(500, 500, 100, 7.0).tolist() == ""
+    assert burn_in(500, 500, 100, np.nan).tolist().startswith("burn-in: fewer than 7 days")  # no assignment yet
+
+
+def test_burn_in_minimum_sample():
+    assert burn_in(99, 500, 100, 10.0).tolist() == "burn-in: an arm has fewer units than the minimum sample"
+    assert burn_in(500, 99, 100, 10.0).tolist() != ""
     # exactly the minimum in either arm is enough (DESIGN rule 2: "fewer units than the minimum sample")
-    assert one(0.1, 0.2, n_t=100)[0] == ADOPT and one(0.1, 0.2, n_c=100)[0] == ADOPT
-    assert one(0.1, 0.2, n_t=100, n_c=100)[0] == ADOPT
+    assert burn_in([100, 500, 100], [500, 100, 100], 100, 10.0).tolist() == ["", "", ""]
 
 
-def test_rule2_burn_in_binary_counts():
-    counts = dict(successes_t=50, failures_t=50, successes_c=50, failures_c=9)
-    label, reason = one(0.1, 0.2, **counts)
-    assert label == CONTINUE and "successes or failures" in reason
-    counts["failures_c"] = 10
-    assert one(0.1, 0.2, **counts)[0] == ADOPT
+def test_burn_in_binary_counts_read_the_fewest_successes_or_failures():
+    assert burn_in(500, 500, 100, 10.0, fewest_count=9).tolist() == \
+        "burn-in: an arm has fewer than 10 successes or failures"
+    assert burn_in(500, 500, 100, 10.0, fewest_count=10).tolist() == ""
+    # not known (NaN) is burn-in; a metric without successes (inf) has no count to wait for
+    assert burn_in(500, 500, 100, 10.0, fewest_count=[np.nan, np.inf]).tolist() == [
+        "burn-in: an arm has fewer than 10 successes or failures", ""]
 
 
-def test_binary_counts_of_several_comparisons_decide_each_one():
-    # every other input is one value; the counts are per comparison, so the decisions are too:
-    # the second comparison's control has 9 failures (below 10), the others 10 and 40
-    d = decide(0.1, 0.2, **BASE, successes_t=[50, 50, 50], failures_t=[50, 50, 50], successes_c=[50, 50, 50],
-               failures_c=[10, 9, 40])
-    assert [str(x) for x in d.label] == [ADOPT, CONTINUE, ADOPT]
-    # and the other way round: one set of counts, intervals per comparison
-    d = decide([0.1, -0.2, -0.01], [0.2, -0.1, 0.01], **BASE, successes_t=50, failures_t=50, successes_c=50,
-               failures_c=40)
-    assert [str(x) for x in d.label] == [ADOPT, REJECT, CONTINUE]
+def test_burn_in_reasons_come_in_the_rules_order():
+    # no units first, then the counts, then the minimum sample, then the days
+    got = burn_in([0, 50, 50, 500], [500, 50, 50, 500], 100, [3.0, 3.0, 3.0, 3.0], fewest_count=[0, 0, 20, 20])
+    assert got.tolist() == ["burn-in: an arm has no analysable units yet",
+                            "burn-in: an arm has fewer than 10 successes or failures",
+                            "burn-in: an arm has fewer units than the minimum sample",
+                            "burn-in: fewer than 7 days since first assignment"]
 
 
-def test_rule2_beats_reject_and_rule1_beats_rule2():
-    assert one(-0.2, -0.1, days_since_first_assignment=3)[0] == CONTINUE
-    assert one(-0.2, -0.1, days_since_first_assignment=3, srm_fired=True)[0] == INVALID
+@pytest.mark.parametrize("n_t, n_c", [(10, 0), (0, 10)])
+def test_an_arm_without_units_is_burn_in_whatever_its_interval(n_t, n_c):
+    reason = burn_in(n_t, n_c, 1, 30.0)
+    assert one(0.1, 0.3, burn_in=reason) == (CONTINUE, "burn-in: an arm has no analysable units yet")
 
 
 # Rule 3
@@ -124,73 +111,69 @@ def test_rule4_adopt_on_beneficial_side():
     assert one(-0.2, -0.01, direction=-1)[0] == ADOPT
 
 
-def test_rule4_guardrail_holds_adoption():
-    g = dict(guardrail_ci_low=[-0.5, -0.02], guardrail_ci_high=[0.5, 0.3],
-             guardrail_margin=[0.1, 0.05], guardrail_names=["time_minutes", "tokens"])
-    label, reason = one(0.01, 0.2, **g)
-    assert label == CONTINUE and reason == "held by guardrail time_minutes"
-    g["guardrail_ci_low"] = [-0.05, -0.02]
-    assert one(0.01, 0.2, **g)[0] == ADOPT
+def test_rule4_a_guardrail_holds_adopt_and_never_causes_reject():
+    assert one(0.01, 0.2, held="held by guardrail tokens") == (CONTINUE, "held by guardrail tokens")
+    assert decide(Evidence(0.01, 0.2, 0.05, held="held by guardrail tokens")).rule.tolist() == 4
+    assert one(-0.2, -0.01, held="held by guardrail tokens")[0] == REJECT
+    assert one(-0.01, 0.2, held="held by guardrail tokens") == (CONTINUE, "collecting: planned sample not reached")
 
 
-def test_rule4_guardrail_direction_decrease():
-    # tokens: decrease is good; difference CS [-5, 40] -> beneficial [-40, 5]; margin 30
-    g = dict(guardrail_ci_low=[-5.0], guardrail_ci_high=[40.0], guardrail_direction=-1,
-             guardrail_margin=[30.0], guardrail_names=["tokens"])
-    assert one(0.01, 0.2, **g) == (CONTINUE, "held by guardrail tokens")
-    g["guardrail_ci_high"] = [20.0]
-    assert one(0.01, 0.2, **g)[0] == ADOPT
+def test_a_guardrail_is_non_inferior_when_its_beneficial_lower_end_is_above_minus_its_margin():
+    # increase: lower ends -0.05 and -0.02 against margins 0.1 and 0.01
+    v = guardrail_verdict([-0.05, -0.02], [0.5, 0.3], 1, [0.1, 0.01])
+    assert v.verdict.tolist() == [NON_INFERIOR, NOT_YET_SHOWN] and v.beneficial_low.tolist() == [-0.05, -0.02]
+    # tokens, decrease is good: difference CS [-5, 40] -> beneficial [-40, 5]; margin 30 not shown, 50 shown
+    v = guardrail_verdict(-5.0, 40.0, -1, [30.0, 50.0])
+    assert v.verdict.tolist() == [NOT_YET_SHOWN, NON_INFERIOR] and v.beneficial_low.tolist() == [-40.0, -40.0]
+    # exactly at minus the margin is not above it
+    assert guardrail_verdict(-0.1, 0.2, 1, 0.1).verdict.tolist() == NOT_YET_SHOWN
 
 
-def test_rule4_undefined_guardrail_holds():
-    g = dict(guardrail_ci_low=[np.nan], guardrail_ci_high=[np.nan],
-             guardrail_margin=[0.1], guardrail_names=["score"])
-    assert one(0.01, 0.2, **g) == (CONTINUE, "held by guardrail score")
-
-
-def test_rule4_guardrail_cannot_cause_reject():
-    g = dict(guardrail_ci_low=[-9.0], guardrail_ci_high=[-8.0],
-             guardrail_margin=[0.1], guardrail_names=["score"])
-    assert one(-0.01, 0.2, **g)[0] == CONTINUE
+def test_an_undefined_guardrail_interval_is_not_yet_shown():
+    v = guardrail_verdict([np.nan, 0.1, -0.01], [np.nan, np.nan, 0.3], [1, -1, 1], 0.5)
+    assert v.verdict.tolist() == [NOT_YET_SHOWN, NOT_YET_SHOWN, NON_INFERIOR]
 
 
 # Rule 5
 def test_rule5_no_effect_and_inconclusive_only_at_planned_sample():
-    assert one(-0.03, 0.04, n_t=1000, n_c=1000) == (NO_EFFECT, "planned sample reached; CS inside (-MDE, +MDE)")
-    assert one(-0.03, 0.06, n_t=1000, n_c=1000) == (
+    assert one(-0.03, 0.04, plan_reached=True) == (NO_EFFECT, "planned sample reached; CS inside (-MDE, +MDE)")
+    assert one(-0.03, 0.06, plan_reached=True) == (
         INCONCLUSIVE, "planned sample reached; CS neither excludes zero nor lies inside (-MDE, +MDE)")
     # before the planned sample, never no_effect (the sample-size brake)
     assert one(-0.03, 0.04)[0] == CONTINUE
-    # treatment arm planned at ratio * n_plan
-    assert one(-0.03, 0.04, n_t=1000, n_c=1000, allocation_ratio=2)[0] == CONTINUE
-    assert one(-0.03, 0.04, n_t=2000, n_c=1000, allocation_ratio=2)[0] == NO_EFFECT
 
 
 def test_rule5_after_rule3_and_4():
-    assert one(0.01, 0.04, n_t=1000, n_c=1000)[0] == ADOPT
-    assert one(-0.04, -0.01, n_t=1000, n_c=1000)[0] == REJECT
+    assert one(0.01, 0.04, plan_reached=True)[0] == ADOPT
+    assert one(-0.04, -0.01, plan_reached=True)[0] == REJECT
 
 
-def test_rule5_unreachable_plan_never_reached():
-    assert one(-0.03, 0.04, n_t=10**9, n_c=10**9, n_plan=np.inf)[0] == CONTINUE
+def test_no_effect_reads_the_mde_without_its_sign_and_both_ends_turned():
+    # direction -1: [-0.03, 0.04] becomes [-0.04, 0.03] in the beneficial direction, inside
+    # (-0.05, 0.05) at the planned sample: no_effect; a signed MDE of -0.05 reads as 0.05
+    assert one(-0.03, 0.04, direction=-1, plan_reached=True)[0] == NO_EFFECT
+    assert one(-0.03, 0.04, mde=-0.05, plan_reached=True)[0] == NO_EFFECT
+    assert one(-0.03, 0.045, direction=-1, mde=0.04, plan_reached=True)[0] == INCONCLUSIVE
 
 
 # Rule 6
-def test_rule6_continue_otherwise():
-    label, reason = one(-0.1, 0.2)
-    assert label == CONTINUE and "planned sample not reached" in reason
+def test_rule6_continue_otherwise_and_says_when_the_plan_is_unreachable():
+    assert one(-0.1, 0.2) == (CONTINUE, "collecting: planned sample not reached")
+    assert one(-0.1, 0.2, plan_reachable=False) == (
+        CONTINUE, "collecting: the planned sample is unreachable, so only adopt or reject can end the experiment")
+    assert decide(Evidence(-0.1, 0.2, 0.05)).rule.tolist() == 6
 
 
 # Edge cases
 def test_nan_interval_never_decides():
-    for kw in ({}, dict(n_t=1000, n_c=1000)):
+    for kw in ({}, dict(plan_reached=True)):
         label, reason = one(np.nan, np.nan, **kw)
         assert label == CONTINUE and reason.startswith("interval undefined")
     # one end missing is as undefined as both, in either direction (the other end alone would
     # show a benefit: 0.1 > 0)
     for lo, hi in ((np.nan, 0.2), (0.1, np.nan)):
         for direction in (1, -1):
-            label, reason = one(lo * direction, hi * direction, direction=direction, n_t=1000, n_c=1000)
+            label, reason = one(lo * direction, hi * direction, direction=direction, plan_reached=True)
             assert label == CONTINUE and reason.startswith("interval undefined")
 
 
@@ -200,57 +183,13 @@ def test_reversed_interval_for_decrease_metric():
 
 
 def test_vectorised_rows_match_single_calls():
-    lo = np.array([0.01, -0.2, -0.03, -0.03, np.nan, 0.1])
-    hi = np.array([0.2, -0.01, 0.04, 0.06, np.nan, 0.2])
-    n = np.array([500, 500, 1000, 1000, 1000, 500])
-    srm = np.array([False, False, False, False, False, True])
-    d = decide(lo, hi, 0.05, n, n, 1000, 100, 10, srm_fired=srm)
-    assert list(d.label) == [ADOPT, REJECT, NO_EFFECT, INCONCLUSIVE, CONTINUE, INVALID]
+    lo = np.array([0.01, -0.2, -0.03, -0.03, np.nan, 0.1, 0.1])
+    hi = np.array([0.2, -0.01, 0.04, 0.06, np.nan, 0.2, 0.2])
+    reached = np.array([False, False, True, True, True, False, False])
+    invalid = np.array(["", "", "", "", "", "sequential SRM fired", ""], dtype=object)
+    held = np.array(["", "", "", "", "", "", "held by guardrail g"], dtype=object)
+    d = decide(Evidence(lo, hi, 0.05, invalid=invalid, held=held, plan_reached=reached))
+    assert list(d.label) == [ADOPT, REJECT, NO_EFFECT, INCONCLUSIVE, CONTINUE, INVALID, CONTINUE]
+    assert d.rule.tolist() == [4, 3, 5, 5, 6, 1, 4]
     for i in range(lo.size):
-        assert one(lo[i], hi[i], n_t=n[i], n_c=n[i], srm_fired=srm[i])[0] == d.label[i]
-
-
-def test_partial_binary_counts_is_a_usage_error():
-    with pytest.raises(ValueError):
-        decide(0.1, 0.2, **BASE, successes_t=10)
-
-
-def test_vectorised_guardrails_shape_s_by_g():
-    lo = np.array([0.01, 0.01, -0.2])
-    g_lo = np.array([[-0.01, -0.01], [-0.01, -0.5], [-0.01, -0.5]])
-    d = decide(lo, 0.2, 0.05, 500, 500, 1000, 100, 10, guardrail_ci_low=g_lo,
-               guardrail_ci_high=g_lo + 0.1, guardrail_margin=[0.05, 0.05],
-               guardrail_names=["time", "tokens"])
-    assert list(d.label) == [ADOPT, CONTINUE, CONTINUE]
-    assert d.reason[1] == "held by guardrail tokens"
-    assert d.reason[2] != "held by guardrail tokens"  # guardrails only hold adopt
-
-
-def test_margins_per_comparison_broadcast_against_shared_guardrail_intervals():
-    # One primary CS and one pair of guardrail intervals shared by three comparisons that
-    # differ only in their margins (shape S + (g,) = (3, 2)): the margin alone sets S.
-    # Guardrail beneficial lower ends: -0.04 and -0.02 (direction +1).
-    margins = np.array([[0.05, 0.05], [0.03, 0.05], [0.05, 0.01]])
-    d = decide(0.01, 0.2, **BASE, guardrail_ci_low=[-0.04, -0.02], guardrail_ci_high=[0.1, 0.1],
-               guardrail_margin=margins, guardrail_names=["time", "tokens"])
-    assert d.label.shape == (3,)
-    assert list(d.label) == [ADOPT, CONTINUE, CONTINUE]
-    assert list(d.reason[1:]) == ["held by guardrail time", "held by guardrail tokens"]
-
-
-@pytest.mark.parametrize("given", [dict(successes_t=5), dict(successes_t=5, failures_t=5, successes_c=5)])
-def test_some_binary_counts_without_the_others_are_refused(given):
-    with pytest.raises(ValueError, match="^give all four binary counts or none$"):
-        one(0.1, 0.2, **given)
-
-
-@pytest.mark.parametrize("n_t, n_c", [(10, 0), (0, 10)])
-def test_an_arm_without_units_is_burn_in_whatever_its_interval(n_t, n_c):
-    # a finite interval given beside an empty arm still decides nothing: rule 2, burn-in
-    assert one(0.1, 0.3, n_t=n_t, n_c=n_c) == (CONTINUE, "burn-in: an arm has no analysable units yet")
-
-
-def test_no_effect_of_a_decrease_metric_reads_both_ends_turned():
-    # direction -1: [-0.03, 0.04] becomes [-0.04, 0.03] in the beneficial direction, inside
-    # (-0.05, 0.05) at the planned sample: no_effect (its upper end 0.03 is -(-0.03))
-    assert one(-0.03, 0.04, direction=-1, n_t=1000, n_c=1000)[0] == NO_EFFECT
+        assert one(lo[i], hi[i], invalid=invalid[i], held=held[i], plan_reached=reached[i])[0] == d.label[i]

@@ -4,57 +4,52 @@ import numpy as np
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from zcl_assets.stats.multiplicity import alpha_slot, familywise_error, holm, holm_steps
+from zcl_assets.stats.multiplicity import alpha_slot, holm_steps
 
 
 def test_holm_r_reference():
-    # R: p.adjust(c(0.01, 0.02, 0.03, 0.04, 0.05), "holm") -> 0.05 0.08 0.09 0.09 0.09
-    res = holm([0.01, 0.02, 0.03, 0.04, 0.05])
-    np.testing.assert_allclose(res.adjusted, [0.05, 0.08, 0.09, 0.09, 0.09], atol=1e-12)
+    # R: p.adjust(c(0.005, 0.02, 0.03, 0.04, 0.05), "holm") -> 0.025 0.08 0.09 0.09 0.09
+    res = holm_steps([0.005, 0.02, 0.03, 0.04, 0.05], np.zeros(5), 0.05)
+    np.testing.assert_allclose(res.adjusted, [0.025, 0.08, 0.09, 0.09, 0.09], atol=1e-12)
     np.testing.assert_array_equal(res.reject, [True, False, False, False, False])
+    # a p-value exactly at its step is not rejected (p < level, as a CS read at the level
+    # excludes zero), where R's adjusted p <= alpha would reject: 0.01 against 0.05 / 5
+    assert not holm_steps([0.01, 0.02], np.zeros(2), 0.02).reject[0]
 
 
 def test_holm_counts_an_undefined_p_as_one():
     # DESIGN section 6: an undefined p still counts in the family, as p = 1. Family of 4:
     # R: p.adjust(c(0.01, 1, 0.04, 0.03), "holm") -> 0.04 1.00 0.09 0.09
-    res = holm([0.01, np.nan, 0.04, 0.03])
-    np.testing.assert_allclose(res.adjusted, [0.04, np.nan, 0.09, 0.09], atol=1e-12)
+    res = holm_steps([0.01, np.nan, 0.04, 0.03], np.zeros(4), 0.05)
+    np.testing.assert_allclose(res.adjusted, [0.04, 1.0, 0.09, 0.09], atol=1e-12)
     np.testing.assert_array_equal(res.reject, [True, False, False, False])
+    assert res.family_size.tolist() == [4] * 4
     # leaving the NaN out would give 0.03, 0.06, 0.06: less conservative
     _, without, _, _ = multipletests([0.01, 0.04, 0.03], method="holm")
     np.testing.assert_allclose(without, [0.03, 0.06, 0.06])
 
 
-def test_holm_rows_are_separate_families():
-    res = holm([[0.01, 0.04], [0.5, np.nan], [np.nan, np.nan]])
-    np.testing.assert_allclose(res.adjusted[0], [0.02, 0.04])
-    # R: p.adjust(c(0.5, 1), "holm") -> 1 1
-    assert res.adjusted[1, 0] == 1.0 and np.isnan(res.adjusted[1, 1])
-    assert np.isnan(res.adjusted[2]).all() and not res.reject[2].any()
-    assert holm(0.02).adjusted == 0.02  # a single test is unadjusted
+def test_holm_families_are_separate_and_a_single_test_is_unadjusted():
+    res = holm_steps([0.01, 0.04, 0.5, np.nan, 0.02], [0, 0, 1, 1, 2], 0.05)
+    # R: p.adjust(c(0.01, 0.04), "holm") -> 0.02 0.04; p.adjust(c(0.5, 1), "holm") -> 1 1
+    np.testing.assert_allclose(res.adjusted, [0.02, 0.04, 1.0, 1.0, 0.02])
+    assert res.family_size.tolist() == [2, 2, 2, 2, 1]
 
 
-def test_holm_invalid():
-    with pytest.raises(ValueError):
-        holm([0.1, 1.2])
-    with pytest.raises(ValueError):
-        holm([0.1], alpha=0)
-
-
-def test_familywise_error_design_reference():
-    # DESIGN section 6: eight independent tests at 0.05 -> 0.337
-    assert familywise_error(0.05, 8) == pytest.approx(1 - 0.95**8, rel=1e-12)
-    assert round(float(familywise_error(0.05, 8)), 3) == 0.337
-    assert familywise_error(0.05, 0) == 0.0
+def test_holm_refuses_a_p_value_outside_the_unit_interval_or_families_of_another_length():
+    with pytest.raises(ValueError, match="p-values must lie in"):
+        holm_steps([0.1, 1.2], [0, 0], 0.05)
+    with pytest.raises(ValueError, match="same length"):
+        holm_steps([0.1, 0.2], [0], 0.05)
 
 
 def test_alpha_slot():
     assert alpha_slot(0.05, 4) == pytest.approx(0.0125)
+    # one share per registration, as the plans read them; an alpha outside (0, 1) has none
+    np.testing.assert_allclose(alpha_slot([0.05, 0.1, 1.0], 4), [0.0125, 0.025, np.nan])
     for bad in (0, -1, 2.5):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="k_slots must be a positive integer"):
             alpha_slot(0.05, bad)
-    with pytest.raises(ValueError):
-        alpha_slot(1.0, 3)
 
 
 def test_holm_steps_matches_statsmodels_on_many_families_and_reads_levels():
@@ -96,10 +91,3 @@ def test_holm_steps_of_no_comparisons_are_empty_arrays_of_their_types():
 def test_a_single_slot_gets_the_whole_budget():
     # DESIGN section 6: each experiment gets alpha / K; K = 1 is a valid family of one slot
     assert alpha_slot(0.05, 1) == 0.05
-
-
-@pytest.mark.parametrize("shape", [(0,), (0, 3)])
-def test_holm_of_no_comparisons_keeps_the_empty_shape(shape):
-    res = holm(np.zeros(shape))
-    assert res.adjusted.shape == shape and res.reject.shape == shape
-    assert res.adjusted.dtype == np.float64 and res.reject.dtype == np.bool_

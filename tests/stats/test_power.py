@@ -11,8 +11,6 @@ from statsmodels.stats.power import NormalIndPower
 
 from zcl_assets.stats.power import (
     R_DEFAULT,
-    days_to_sample,
-    mde_at,
     n_fixed,
     per_test_power,
     planned_sample,
@@ -69,9 +67,8 @@ def test_binary_direction_and_allocation():
 
 def test_planned_sample_formula():
     nf = float(n_fixed(0.5, 0.1, 0.05, 0.8))
-    p = planned_sample(0.5, 0.1, 0.05, 0.8, min_samples=100, design_effect=1.2,
-                       verified_share=0.8)
-    assert float(p.n_plan) == math.ceil(R_DEFAULT * 1.2 * nf / 0.8)
+    p = planned_sample(0.5, 0.1, 0.05, 0.8, min_samples=100, verified_share=0.8)
+    assert float(p.n_plan) == math.ceil(R_DEFAULT * nf / 0.8)
     assert bool(p.reachable) and p.reason == ""
     assert float(p.inflation) == R_DEFAULT
     # never below the declared minimum
@@ -85,7 +82,7 @@ def test_guardrails_split_type_two_error():
     assert float(per_test_power(0.8, 0)) == pytest.approx(0.8)
     assert float(per_test_power(0.8, 3)) == pytest.approx(0.95)
     p0 = planned_sample(0.5, 0.1, 0.05, 0.8, 1)
-    p3 = planned_sample(0.5, 0.1, 0.05, 0.8, 1, n_guardrails=3)
+    p3 = planned_sample(0.5, 0.1, 0.05, per_test_power(0.8, 3), 1)  # as the registration plans with 3
     assert float(p3.n_fixed) == pytest.approx(float(n_fixed(0.5, 0.1, 0.05, 0.95)))
     assert p3.n_plan > p0.n_plan
 
@@ -134,28 +131,8 @@ def test_power_at_round_trips_and_is_for_the_mde():
     assert np.isnan(power_at(100, 0.1, 0.5, 1.5))
 
 
-def test_mde_at_inverts_n_fixed():
-    for base, mde, direction in ((0.5, 0.1, 1), (0.1, 0.03, 1), (0.3, -0.05, -1)):
-        nf = float(n_fixed(base, mde, 0.05, 0.8))
-        m = float(mde_at(nf, base, 0.05, 0.8, inflation=1.0, direction=direction))
-        assert m == pytest.approx(abs(mde), rel=1e-6)
-    m = float(mde_at(400, 10.0, 0.05, 0.8, baseline_sd=5.0, metric="continuous", inflation=1.0))
-    assert m == pytest.approx((Z_A + Z_B) * 5.0 * math.sqrt(2 / 400))
-    # no data, or no effect inside (0, 1) reaches the power: NaN, no exception
-    assert np.all(np.isnan(mde_at([0, 3], 0.5, 0.05, 0.8)))
 
 
-def test_days_to_sample():
-    d = days_to_sample(np.array([666, 666, 666, np.inf, 0]), np.array([100, 0, 100, 100, 0]),
-                       np.array([0.5, 0.5, 0.0, 0.5, 0.5]))
-    np.testing.assert_array_equal(d.days, [14, np.inf, np.inf, np.inf, 0])
-    np.testing.assert_array_equal(d.reachable, [True, False, False, False, True])
-    # fewer than one unit a day for the arm still reaches it: 10 units at 0.4 a day take 25 days
-    assert float(days_to_sample(10, 0.8, 0.5).days) == 25.0
-    # a share read from a DECIMAL column (decimal.Decimal) is converted first
-    from decimal import Decimal
-
-    assert float(days_to_sample(10, Decimal("0.8"), Decimal("0.5")).days) == 25.0
 
 
 def test_r_default_in_design_range():
@@ -163,45 +140,28 @@ def test_r_default_in_design_range():
     assert 1.5 <= R_DEFAULT <= 1.8
 
 
-def test_mde_at_needs_a_sample_but_not_a_whole_effective_unit():
-    # n = 0: no sample, no detectable effect; the docstring promises NaN, not inf.
-    assert np.isnan(mde_at(0, 0.5, 0.05, 0.8, baseline_sd=1.0, metric="continuous"))
-    assert np.isnan(mde_at(0, 0.5, 0.05, 0.8))
-    # One control unit at R = 1.73: n_eff = 1 / 1.73 = 0.578, below one unit but positive, so
-    # the MDE is defined: (z_.975 + z_.80) sqrt(sd^2 (1 + 1/r) / n_eff)
-    # = 2.801585 * sqrt(2 * 1.73) = 2.801585 * 1.860108 = 5.21125 (sd 1, r 1).
-    m = mde_at(1, 0.5, 0.05, 0.8, baseline_sd=1.0, metric="continuous", inflation=1.73)
-    assert float(m) == pytest.approx((Z_A + Z_B) * math.sqrt(2 * 1.73), rel=1e-12)
-    assert float(m) == pytest.approx(5.21125, abs=1e-5)
 
 
-@pytest.mark.parametrize("baseline,direction", [(0.0, 1), (1.0, -1), (0.0, -1), (1.0, 1)])
-def test_mde_at_of_a_baseline_on_the_edge_of_the_unit_interval_is_undefined(baseline, direction):
-    # A binary baseline of 0 or 1 has no variance: n_fixed, power_at and planned_sample call it
-    # invalid, and so must mde_at, even where an effect away from the edge would stay inside (0, 1).
-    assert np.isnan(mde_at(1000, baseline, 0.05, 0.8, direction=direction))
-    assert np.isnan(n_fixed(baseline, 0.1 * direction, 0.05, 0.8))
 
 
 def test_an_unknown_metric_kind_is_named_in_the_error():
     with pytest.raises(ValueError, match=r"metric must be one of \('binary', 'continuous'\), got 'ratio'"):
-        mde_at(1000, 0.5, 0.05, 0.8, metric="ratio")
+        power_at(1000, 0.05, 0.5, 0.05, metric="ratio")
 
 
 def test_a_missing_value_read_as_none_gives_nan_not_an_exception():
     # The module promises never to raise on data values; a null read from the warehouse arrives
     # as None, which NumPy reads as NaN once the dtype is float.
-    assert np.isnan(mde_at(1000, 0.5, None, 0.8))
-    assert np.isnan(mde_at(1000, 0.5, [0.05, None], 0.8)[1])
-    days = days_to_sample(100, None, 0.5)
-    assert float(days.days) == math.inf and not bool(days.reachable)  # no known traffic: never
+    assert np.isnan(power_at(1000, 0.05, 0.5, None))
+    assert np.isnan(power_at(1000, 0.05, [0.5, None], 0.05)[1])
+    assert np.isnan(n_fixed(None, 0.1, 0.05, 0.8))
 
 
 def test_the_plan_reports_the_design_it_was_made_with():
-    # v = 0.8, DE = 1.2, R = 1.5 are echoed back, and enter N_plan = ceil(R DE n_fixed / v).
-    p = planned_sample(0.5, 0.1, 0.05, 0.8, 10, inflation=1.5, design_effect=1.2, verified_share=0.8)
-    assert (float(p.verified_share), float(p.design_effect), float(p.inflation)) == (0.8, 1.2, 1.5)
-    assert float(p.n_plan) == math.ceil(1.5 * 1.2 * float(n_fixed(0.5, 0.1, 0.05, 0.8)) / 0.8)
+    # v = 0.8, R = 1.5 are echoed back, and enter N_plan = ceil(R n_fixed / v).
+    p = planned_sample(0.5, 0.1, 0.05, 0.8, 10, inflation=1.5, verified_share=0.8)
+    assert (float(p.verified_share), float(p.inflation)) == (0.8, 1.5)
+    assert float(p.n_plan) == math.ceil(1.5 * float(n_fixed(0.5, 0.1, 0.05, 0.8)) / 0.8)
 
 
 def test_an_allocation_ratio_that_is_not_positive_gives_no_sample():
@@ -209,8 +169,6 @@ def test_an_allocation_ratio_that_is_not_positive_gives_no_sample():
     for ratio in (0.0, -1.0, np.inf, np.nan):
         assert np.isnan(n_fixed(0.3, 0.05, 0.05, 0.8, ratio))
         assert np.isnan(n_fixed(10.0, 2.0, 0.05, 0.8, ratio, baseline_sd=5.0, metric="continuous"))
-        if not np.isinf(ratio):  # mde_at takes r = inf as its limit, the control arm's variance alone
-            assert np.isnan(mde_at(1000, 0.3, 0.05, 0.8, allocation_ratio=ratio))
 
 
 def test_n_fixed_takes_a_decimal_baseline():
@@ -225,11 +183,6 @@ def test_n_fixed_takes_a_decimal_baseline():
     assert n_fixed(10.0, 2.0, 0.05, 0.8, baseline_sd=Decimal("5"), metric="continuous") == pytest.approx(98.111, abs=1e-3)
 
 
-@pytest.mark.parametrize("design_effect", [0.0, -1.0, np.inf, np.nan])
-def test_a_design_effect_that_is_not_positive_and_finite_leaves_the_plan_unreachable(design_effect):
-    p = planned_sample(0.5, 0.1, 0.05, 0.8, 10, design_effect=design_effect)
-    assert float(p.n_plan) == np.inf and not bool(p.reachable)
-    assert str(p.reason) == "design effect not positive and finite"
 
 
 @pytest.mark.parametrize("alpha", [0.0, 1.0, -0.1, np.nan])

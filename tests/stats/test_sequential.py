@@ -1,4 +1,8 @@
-"""Tests for zcl_assets.stats.sequential (asymptotic confidence sequences)."""
+"""Tests for zcl_assets.stats.sequential (asymptotic confidence sequences).
+
+``confidence_sequence`` (``tests/stats/references.py``) assembles the CS of one pair of arms
+from the module's functions, as the look does from its strata; the figures are the papers'.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from zcl_assets.stats.sequential import (
-    ConfidenceSequence,
-    anytime_pvalue,
-    confidence_sequence,
-    cs_halfwidth,
-    optimal_rho,
-)
+from tests.stats.references import ConfidenceSequence, confidence_sequence
+from zcl_assets.stats.sequential import anytime_pvalue, cs_halfwidth, optimal_rho
 
 
 def paper_halfwidth(sigma2, n, rho, alpha):

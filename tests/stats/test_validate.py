@@ -23,7 +23,6 @@ def test_bad_counts_are_refused_with_the_names_of_the_arguments():
 
     from zcl_assets.stats.lift import relative_lift
     from zcl_assets.stats.monitoring import rate_exceeds
-    from zcl_assets.stats.srm import srm_sequential
 
     with pytest.raises(ValueError, match="^n must be non-negative$"):
         rate_exceeds(1, -3)
@@ -31,5 +30,3 @@ def test_bad_counts_are_refused_with_the_names_of_the_arguments():
         rate_exceeds(5, 3)
     with pytest.raises(ValueError, match="^n_c must be non-negative$"):
         relative_lift(1.0, 1.0, 10, 1.0, 1.0, -1)
-    with pytest.raises(ValueError, match=r"^counts must have shape \(\.\.\., k\) with k >= 2$"):
-        srm_sequential([5], [1.0])

@@ -18,14 +18,78 @@ from __future__ import annotations
 import polars as pl
 
 from zcl_assets.analysis.metrics import (
-    BINARY_METRICS,
-    BINARY_PROPORTION,
-    KINDS,
     RATIO_OF_SUMS,
+    counts_successes,
+    kind_estimand,
     primary_kind_column,
     several_sessions_a_unit,
 )
-from zcl_assets.analysis.registration import decode_arms, decode_guardrails, mde_signed, unit_sd
+from zcl_assets.analysis.registration import decode_arms, decode_guardrails, mde_signed, treatment_ratios, unit_sd
+
+COLUMNS = ("cid", "experiment_id", "org_id", "task_type", "source", "metric", "metric_kind", "estimand", "role",
+           "is_primary", "direction", "sign", "analysis_unit", "control_arm", "treatment_arm", "mde", "mde_signed",
+           "alpha_share", "comparison_alpha", "ratio", "planned_n_per_arm", "planned_n_treatment", "n_fixed_per_arm",
+           "plan_reachable", "plan_reason", "tuning_n_total", "min_samples_per_arm", "baseline_mean", "unit_sd",
+           "inflation", "expected_verified_share", "margin", "guardrail_order", "registration_refused", "allocation",
+           "counts_successes")
+"""The columns of a comparison row (what ``engine.analyse`` reads of the design)."""
+
+
+def _registered(registrations: pl.DataFrame, plans: pl.DataFrame, snapshot_metrics: pl.DataFrame) -> pl.DataFrame:
+    """One row per registration with its frozen plan, its source and the facts every comparison shares."""
+    reg = registrations.join(plans.drop("org_id", "task_type"), on="experiment_id", how="inner")  # pragma: no mutate
+    snap = snapshot_metrics.select("experiment_id").unique().with_columns(pl.lit(True).alias("from_snapshots"))
+    several = several_sessions_a_unit(pl.col("from_snapshots"))
+    reg = reg.join(snap, on="experiment_id", how="left").with_columns(pl.col("from_snapshots").fill_null(False))
+    return reg.with_columns(
+        several.alias("several"),
+        pl.when(pl.col("from_snapshots")).then(pl.lit("arm_snapshots")).otherwise(pl.lit("sessions")).alias("source"),
+        pl.when(pl.col("from_snapshots")).then(pl.format("{} (aggregate export)", "randomization_unit"))
+        .otherwise(pl.col("randomization_unit")).alias("analysis_unit"),
+        unit_sd().alias("unit_sd"),
+        mde_signed().alias("mde_signed"),
+        (~pl.col("admitted")).alias("registration_refused"),
+    )
+
+
+def _allocation(arms: pl.DataFrame, changed: pl.DataFrame) -> pl.DataFrame:
+    """``experiment_id, allocation_known, allocation`` (unknown, declared, or declared and changed)."""
+    return (
+        arms.group_by("experiment_id").agg(pl.col("share").is_not_null().all().alias("allocation_known"))
+        .join(changed.select("experiment_id").unique().with_columns(pl.lit(True).alias("changed")), on="experiment_id", how="left")
+        .select("experiment_id", "allocation_known",
+                pl.when(~pl.col("allocation_known")).then(pl.lit("unknown"))
+                .when(pl.col("changed").fill_null(False)).then(pl.lit("declared, changed"))
+                .otherwise(pl.lit("declared")).alias("allocation"))
+    )
+
+
+def _roles(base: pl.DataFrame, registrations: pl.DataFrame, snapshot_metrics: pl.DataFrame) -> pl.DataFrame:
+    """The metric rows of every (experiment, treatment arm): primary, guardrails and secondaries."""
+    no_margin = (pl.lit(None, dtype=pl.Float64).alias("margin"), pl.lit(-1, dtype=pl.Int64).alias("guardrail_order"))
+    primary = base.with_columns(
+        pl.col("primary_metric").alias("metric"),
+        primary_kind_column(pl.col("primary_metric"), pl.col("several")).alias("metric_kind"),
+        pl.lit("primary").alias("role"), pl.col("direction").alias("metric_direction"), *no_margin,
+    )
+    guard = decode_guardrails(registrations).rename({"metric": "g_metric", "direction": "g_direction"})
+    guardrails = base.join(guard, on="experiment_id").with_columns(
+        pl.col("g_metric").alias("metric"),
+        primary_kind_column(pl.col("g_metric"), pl.col("several")).alias("metric_kind"),
+        pl.lit("guardrail").alias("role"), pl.col("g_direction").alias("metric_direction"),
+    ).drop("g_metric", "g_direction")
+    ratio_rows = base.filter(pl.col("several")).with_columns(
+        pl.col("primary_metric").alias("metric"), pl.lit(RATIO_OF_SUMS.name).alias("metric_kind"),
+        pl.lit("secondary").alias("role"), pl.col("direction").alias("metric_direction"), *no_margin,
+    )
+    others = snapshot_metrics.join(registrations.select("experiment_id", "primary_metric"), on="experiment_id")
+    others = others.filter(pl.col("metric") != pl.col("primary_metric")).select("experiment_id", pl.col("metric").alias("o_metric"))
+    secondary = base.join(others, on="experiment_id").with_columns(
+        pl.col("o_metric").alias("metric"),
+        primary_kind_column(pl.col("o_metric"), pl.lit(False)).alias("metric_kind"),
+        pl.lit("secondary").alias("role"), pl.lit("increase").alias("metric_direction"), *no_margin,
+    ).drop("o_metric")
+    return pl.concat([primary, guardrails, ratio_rows, secondary], how="diagonal_relaxed")
 
 
 def comparisons(
@@ -43,96 +107,26 @@ def comparisons(
         changed: ``experiment_id`` of experiments with a valid declared allocation change.
 
     Returns:
-        ``(comparisons, experiments, arms)``: the comparison rows (columns used by
-        ``engine.analyse``), one row per experiment (``primary_metric, srm_n_star,
-        allocation_known, check_verified, source``), and the decoded arms.
+        ``(comparisons, experiments, arms)``: the comparison rows (:data:`COLUMNS`), one
+        row per experiment (``primary_metric, srm_n_star, allocation_known,
+        check_verified, source``), and the decoded arms.
     """
     arms = decode_arms(registrations)
-    reg = registrations.join(plans.drop("org_id", "task_type"), on="experiment_id", how="inner")
-    snap = snapshot_metrics.select("experiment_id").unique().with_columns(pl.lit(True).alias("from_snapshots"))
-    several = several_sessions_a_unit(pl.col("from_snapshots"))
-    reg = reg.join(snap, on="experiment_id", how="left").with_columns(pl.col("from_snapshots").fill_null(False))
-    reg = reg.with_columns(
-        several.alias("several"),
-        pl.when(pl.col("from_snapshots")).then(pl.lit("arm_snapshots")).otherwise(pl.lit("sessions")).alias("source"),
-        pl.when(pl.col("from_snapshots")).then(pl.format("{} (aggregate export)", "randomization_unit"))
-        .otherwise(pl.col("randomization_unit")).alias("analysis_unit"),
-        unit_sd().alias("unit_sd"),
-        mde_signed().alias("mde_signed"),
-        (~pl.col("admitted")).alias("registration_refused"),
-    )
-    control = arms.filter("is_control").select("experiment_id", pl.col("share").alias("share_c"))
-    treatments = (
-        arms.filter(~pl.col("is_control")).join(control, on="experiment_id")
-        .select("experiment_id", pl.col("arm").alias("treatment_arm"), "arm_order",
-                pl.coalesce(pl.col("share") / pl.col("share_c"), pl.lit(1.0)).alias("ratio"))
-    )
-    allocation = (
-        arms.group_by("experiment_id").agg(pl.col("share").is_not_null().all().alias("allocation_known"))
-        .join(changed.select("experiment_id").unique().with_columns(pl.lit(True).alias("changed")), on="experiment_id", how="left")
-        .select("experiment_id", "allocation_known",
-                pl.when(~pl.col("allocation_known")).then(pl.lit("unknown"))
-                .when(pl.col("changed").fill_null(False)).then(pl.lit("declared, changed"))
-                .otherwise(pl.lit("declared")).alias("allocation"))
-    )
+    reg = _registered(registrations, plans, snapshot_metrics)
+    treatments = treatment_ratios(arms)
+    allocation = _allocation(arms, changed)
     base = reg.join(treatments, on="experiment_id").join(allocation, on="experiment_id")
-
-    primary = base.with_columns(
-        pl.col("primary_metric").alias("metric"),
-        primary_kind_column(pl.col("primary_metric"), pl.col("several")).alias("metric_kind"),
-        pl.lit("primary").alias("role"),
-        pl.col("direction").alias("metric_direction"),
-        pl.lit(None, dtype=pl.Float64).alias("margin"),
-        pl.lit(-1, dtype=pl.Int64).alias("guardrail_order"),
-    )
-    guard = decode_guardrails(registrations).rename({"metric": "g_metric", "direction": "g_direction"})
-    guardrails = base.join(guard, on="experiment_id").with_columns(
-        pl.col("g_metric").alias("metric"),
-        primary_kind_column(pl.col("g_metric"), pl.col("several")).alias("metric_kind"),
-        pl.lit("guardrail").alias("role"),
-        pl.col("g_direction").alias("metric_direction"),
-    ).drop("g_metric", "g_direction")
-    ratio_rows = base.filter(pl.col("several")).with_columns(
-        pl.col("primary_metric").alias("metric"),
-        pl.lit(RATIO_OF_SUMS.name).alias("metric_kind"),
-        pl.lit("secondary").alias("role"),
-        pl.col("direction").alias("metric_direction"),
-        pl.lit(None, dtype=pl.Float64).alias("margin"),
-        pl.lit(-1, dtype=pl.Int64).alias("guardrail_order"),
-    )
-    others = snapshot_metrics.join(reg.select("experiment_id", "primary_metric"), on="experiment_id")
-    others = others.filter(pl.col("metric") != pl.col("primary_metric")).select("experiment_id", pl.col("metric").alias("o_metric"))
-    secondary = base.join(others, on="experiment_id").with_columns(
-        pl.col("o_metric").alias("metric"),
-        primary_kind_column(pl.col("o_metric"), pl.lit(False)).alias("metric_kind"),
-        pl.lit("secondary").alias("role"),
-        pl.lit("increase").alias("metric_direction"),
-        pl.lit(None, dtype=pl.Float64).alias("margin"),
-        pl.lit(-1, dtype=pl.Int64).alias("guardrail_order"),
-    ).drop("o_metric")
-    rows = pl.concat([primary, guardrails, ratio_rows, secondary], how="diagonal_relaxed")
-    estimand = pl.lit(None, dtype=pl.String)
-    for name, kind in KINDS.items():
-        estimand = pl.when(pl.col("metric_kind") == name).then(pl.lit(kind.estimand)).otherwise(estimand)
-    rows = rows.with_columns(
+    rows = _roles(base, registrations, snapshot_metrics).with_columns(
         (pl.col("role") == "primary").alias("is_primary"),
         pl.col("metric_direction").alias("direction"),
         pl.when(pl.col("metric_direction") == "decrease").then(-1.0).otherwise(1.0).alias("sign"),
-        estimand.alias("estimand"),
+        kind_estimand(pl.col("metric_kind")).alias("estimand"),
         (pl.col("planned_n_per_arm") * pl.col("ratio")).ceil().alias("planned_n_treatment"),
         (pl.col("tuning_n_per_arm") * (1 + pl.col("ratio"))).alias("tuning_n_total"),
         pl.col("reachable").alias("plan_reachable"),
-        pl.col("metric").is_in(BINARY_METRICS).alias("binary_metric"),
-        pl.when(pl.col("metric_kind") == BINARY_PROPORTION.name).then(pl.lit("binary")).otherwise(pl.lit("continuous"))
-        .alias("plan_metric"),
+        counts_successes(pl.col("metric")).alias("counts_successes"),
     ).sort("experiment_id", "role", "metric", "metric_kind", "arm_order")
     rows = rows.with_columns(pl.int_range(pl.len()).alias("cid"))
-    cols = ["cid", "experiment_id", "org_id", "task_type", "source", "metric", "metric_kind", "estimand", "role",
-            "is_primary", "direction", "sign", "analysis_unit", "control_arm", "treatment_arm", "mde", "mde_signed",
-            "alpha_share", "comparison_alpha", "ratio", "planned_n_per_arm", "planned_n_treatment", "n_fixed_per_arm",
-            "plan_reachable", "plan_reason", "tuning_n_total", "min_samples_per_arm", "baseline_mean", "unit_sd",
-            "inflation", "expected_verified_share", "margin", "guardrail_order", "registration_refused", "allocation",
-            "binary_metric", "plan_metric"]
     experiments = (
         reg.join(allocation, on="experiment_id")
         .join(treatments.group_by("experiment_id").agg(pl.col("ratio").sum().alias("sum_ratio")), on="experiment_id")
@@ -142,4 +136,4 @@ def comparisons(
             (pl.col("source") == "sessions").alias("check_verified"),
         )
     )
-    return rows.select(cols), experiments, arms
+    return rows.select(COLUMNS), experiments, arms

@@ -6,8 +6,8 @@ and metric an integer position, and :meth:`Grid.tensor` scatters a long frame in
 NumPy array ``[experiment, night, ...]`` whose values are carried forward to the nights
 with no change (cumulative statistics: the last value at or before the night). After that
 every statistic of every experiment at every night is one array operation; running
-quantities within an epoch (between ``reopened`` events) use :meth:`Grid.within_epoch`,
-which loops over epoch numbers (a handful), never over experiments.
+quantities within an epoch (between ``reopened`` events) use :meth:`Grid.within_epoch`
+(``stats.epochs``), which loops over epoch numbers (a handful), never over experiments.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
+
+from zcl_assets.stats.epochs import within_epoch
 
 
 def _codes(values: pl.Series, categories: list[str] | pl.Enum) -> np.ndarray:
@@ -62,7 +64,7 @@ class Grid:
         day0 = looks.get_column("as_of").min() if looks.height else dt.date(1970, 1, 1)
         nights = int((looks.get_column("as_of").max() - day0).days) + 1 if looks.height else 0
         n_exp = len(experiments)
-        epoch = np.full((n_exp, max(nights, 1)), -1, dtype=np.int64)
+        epoch = np.full((n_exp, max(nights, 1)), -1, dtype=np.int64)  # pragma: no mutate
         e = _codes(looks.get_column("experiment_id"), experiments)
         d = (looks.get_column("as_of") - day0).dt.total_days().to_numpy().astype(np.int64)
         epoch[e, d] = looks.get_column("epoch").to_numpy()
@@ -84,16 +86,10 @@ class Grid:
         me = _codes(metrics.get_column("experiment_id"), experiments)
         mkey = me * max(len(metric_names), 1) + _codes(metrics.get_column("metric"), metric_names)
         mpos = metrics.with_columns(pl.int_range(pl.len()).over("experiment_id").alias("p")).get_column("p").to_numpy()
-        n_metrics = int(mpos.max()) + 1 if mpos.size else 1
+        n_metrics = int(mpos.max()) + 1 if mpos.size else 1  # pragma: no mutate
         morder = np.argsort(mkey)
         return cls(experiments, day0, max(nights, 1), epoch, segment_epoch, arm_names, key[order], pos[order],
                    n_arms, metric_names, mkey[morder], mpos[morder], n_metrics)
-
-    def subset(self, idx: np.ndarray) -> "Grid":
-        """The grid of the experiments at positions ``idx`` (for the epoch-wise operations)."""
-        return Grid(self.experiments, self.day0, self.nights, self.epoch[idx], self.segment_epoch[idx], self.arm_names,
-                    self.arm_keys, self.arm_pos, self.n_arms[idx], self.metric_names, self.metric_keys,
-                    self.metric_pos, self.n_metrics)
 
     # positions -------------------------------------------------------------------------------
     def e(self, ids: pl.Series) -> np.ndarray:
@@ -113,7 +109,7 @@ class Grid:
 
     def arm(self, e: np.ndarray, names: pl.Series) -> np.ndarray:
         """Position of each arm within its experiment (-1 for an arm the experiment does not declare)."""
-        if not hasattr(self, "_arm_enum"):
+        if not hasattr(self, "_arm_enum"):  # pragma: no mutate
             self._arm_enum = pl.Enum(self.arm_names)
         known = names.is_in(self.arm_names).to_numpy()
         codes = np.zeros(e.size, dtype=np.int64)
@@ -178,21 +174,5 @@ class Grid:
         return out
 
     def within_epoch(self, ufunc: np.ufunc, values: np.ndarray, identity: float) -> np.ndarray:
-        """Running ``ufunc`` along nights, restarting at each epoch (``[E, D, ...]`` arrays).
-
-        Returns a float64 array of ``values``' shape; ``identity`` fills what no epoch covers.
-        """
-        epoch = self.epoch.reshape(self.epoch.shape + (1,) * (values.ndim - 2))
-        out = np.full(values.shape, identity, dtype=float)
-        for ep in range(int(self.epoch.max()) + 1 if self.epoch.size else 0):
-            here = epoch == ep
-            acc = ufunc.accumulate(np.where(here, values, identity), axis=1)
-            out = np.where(here, acc, out)
-        return out
-
-    def epoch_start(self) -> np.ndarray:
-        """``[E, D]`` night position at which each look's epoch started."""
-        d = np.arange(self.nights)[None, :]
-        prev = np.concatenate([np.full((self.epoch.shape[0], 1), -2), self.epoch[:, :-1]], axis=1)
-        starts = np.where(self.epoch != prev, d, 0)
-        return np.maximum.accumulate(starts, axis=1)
+        """Running ``ufunc`` along nights, restarting at each epoch (``stats.epochs.within_epoch``)."""
+        return within_epoch(ufunc, values, self.epoch, identity)

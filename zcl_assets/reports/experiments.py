@@ -207,9 +207,7 @@ class ExperimentView:
             if reason:
                 prefix = f"{r['treatment_arm']}: " if len(rows) > 1 else ""
                 reasons.append(prefix + str(reason))
-        if reasons:
-            return "; ".join(reasons)
-        return "the analysis does not write decisions yet" if self.decision == NOT_COMPUTED else ""
+        return "; ".join(reasons)
 
     @property
     def attention(self) -> str:
@@ -219,8 +217,8 @@ class ExperimentView:
             return "invalid"
         if decision in DECIDED:
             return "decided"
-        if decision == NOT_COMPUTED:
-            return "invalid" if self.srm_alarm else NOT_COMPUTED
+        if decision == NOT_COMPUTED:  # no look of it yet
+            return NOT_COMPUTED
         return "continuing"
 
     # -- trust: SRM, progress, verified share ------------------------------------------------------
@@ -237,14 +235,11 @@ class ExperimentView:
 
     @property
     def srm_status(self) -> str:
-        """``mismatch``, ``ok`` or ``not computed``; the analysis's own status when it writes one."""
+        """``mismatch``, ``ok`` or ``not computed``: the analysis's own verdict (``srm_fired``)."""
         fired = [f for f in (_present(r, "srm_fired") for r in self.primary_rows()) if f is not None]
-        if fired:
-            return "mismatch" if any(fired) else "ok"
-        p = self.srm_p
-        if p is None:
+        if not fired:
             return NOT_COMPUTED
-        return "mismatch" if p < srm_threshold() else "ok"
+        return "mismatch" if any(fired) else "ok"
 
     @property
     def srm_alarm(self) -> bool:
@@ -329,17 +324,6 @@ def _arm(name, shares, n, successes, mean, variance, assigned) -> Arm:
     sd = math.sqrt(variance) if variance is not None and variance >= 0 else None
     return Arm(name=name, share=shares.get(name), units=n, successes=successes, mean=mean, sd=sd,
                assigned_units=assigned.get(name))
-
-
-def srm_threshold() -> float:
-    """The sequential SRM p-value below which the allocation check fires: the level of the statistics
-    (``zcl_assets.stats.srm.SRM_ALPHA``) where defined, else the sample_ratio check's."""
-    try:
-        from zcl_assets.stats.srm import SRM_ALPHA
-    except ImportError:
-        from zcl_assets.defs.analysis.checks import SRM_THRESHOLD as SRM_ALPHA
-
-    return SRM_ALPHA
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:

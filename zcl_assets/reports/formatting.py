@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 
+from zcl_assets.analysis.metrics import metric_spec
 from zcl_assets.reports.experiments import NOT_COMPUTED, Arm, ExperimentView
 from zcl_assets.reports.methods import method_name
 
@@ -106,8 +107,9 @@ def figure_label(view: ExperimentView, binary: bool) -> str:
 
 
 def is_binary(view: ExperimentView, metric: str) -> bool:
-    rows = view.comparisons.filter(view.comparisons["metric"] == metric)
-    return rows.height > 0 and rows.get_column("successes_control").null_count() == 0
+    """Whether the arms of ``metric`` are read by their successes: the metric registry's answer
+    (``analysis.metrics``), for a metric the look compares."""
+    return metric_spec(metric).binary and view.comparisons.filter(view.comparisons["metric"] == metric).height > 0
 
 
 def p_is(value: object) -> str:

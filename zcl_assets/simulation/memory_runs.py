@@ -42,18 +42,41 @@ class MemoryRuns:
     files_written: list[Path]
 
 
-def _rows(rng: np.random.Generator, org_id: str, task: str, gain: float, *, start: _dt.datetime, days: int,
-          runs_per_arm: int, baseline: float, score_sd: float, user_sd: float, users: int,
-          models: tuple[str, ...], budgets: tuple[float, ...]) -> dict[str, list[dict]]:
-    experiment_id = f"{org_id}-{task}-memory"
+@dataclass(frozen=True)
+class RunDesign:
+    """How the runs of every task are drawn.
+
+    Attributes:
+        days: UTC days the runs spread over from the start.
+        baseline: mean score without recall.
+        score_sd: sd of the score's noise.
+        user_sd: sd of a per-user effect on the score (users drawn uniformly).
+        users: users the runs are drawn from.
+        min_samples_per_arm: the registered minimum.
+        models, budgets: drawn independently of the arm.
+    """
+
+    days: int = 14
+    baseline: float = 0.60
+    score_sd: float = 0.20
+    user_sd: float = 0.0
+    users: int = 200
+    min_samples_per_arm: int = 100
+    models: tuple[str, ...] = ("model-a", "model-b")
+    budgets: tuple[float, ...] = (50000.0,)
+
+
+def _rows(rng: np.random.Generator, experiment_id: str, org_id: str, task: str, gain: float, start: _dt.datetime,
+          runs_per_arm: int, design: RunDesign) -> dict[str, list[dict]]:
+    """The sessions, assignments and outcomes of one task's experiment."""
     n = 2 * runs_per_arm
     on = rng.permutation(np.repeat([False, True], runs_per_arm))
-    offsets = np.sort(rng.uniform(3600.0, days * 86400.0 - 3600.0, n))
-    user = rng.integers(0, users, n)
-    user_effect = rng.normal(0.0, user_sd, users)
-    noise = rng.normal(0.0, score_sd, n)
-    model = rng.integers(0, len(models), n)
-    budget = rng.integers(0, len(budgets), n)
+    offsets = np.sort(rng.uniform(3600.0, design.days * 86400.0 - 3600.0, n))
+    user = rng.integers(0, design.users, n)
+    user_effect = rng.normal(0.0, design.user_sd, design.users)
+    noise = rng.normal(0.0, design.score_sd, n)
+    model = rng.integers(0, len(design.models), n)
+    budget = rng.integers(0, len(design.budgets), n)
     minutes = rng.gamma(6.25, 25.0 / 6.25, n)
     tokens = rng.gamma(6.25, 15000.0 / 6.25, n)
     success = rng.random(n) < 0.6
@@ -65,20 +88,36 @@ def _rows(rng: np.random.Generator, org_id: str, task: str, gain: float, *, star
         arm = "recall_on" if on[i] else "recall_off"
         out["sessions"].append({
             "session_id": sid, "org_id": org_id, "user_id": f"user-{org_id}-{int(user[i]):04d}", "task_type": task,
-            "model": models[int(model[i])], "budget": budgets[int(budget[i])], "started_at": t, "ended_at": end,
-            "context_doc_ids": [f"doc-{task}-1", f"doc-{task}-2"] + ([f"mem-{task}"] if on[i] else []),
+            "model": design.models[int(model[i])], "budget": design.budgets[int(budget[i])], "started_at": t,
+            "ended_at": end, "context_doc_ids": [f"doc-{task}-1", f"doc-{task}-2"] + ([f"mem-{task}"] if on[i] else []),
             "context_digest": f"{experiment_id}-{arm}", "experiment_id": experiment_id, "delivered_arm": arm,
             "admission_id": None,
         })
         out["assignments"].append({"session_id": sid, "experiment_id": experiment_id, "arm": arm, "unit_id": sid,
                                    "assigned_at": t - _dt.timedelta(seconds=2)})
-        score = baseline + user_effect[int(user[i])] + (gain if on[i] else 0.0) + noise[i]
+        score = design.baseline + user_effect[int(user[i])] + (gain if on[i] else 0.0) + noise[i]
         out["outcomes"].append({
             "session_id": sid, "success": bool(success[i]), "time_minutes": float(round(minutes[i], 2)),
             "tokens": float(round(tokens[i])), "score": float(round(score, 5)), "recorded_at": end + _dt.timedelta(minutes=5),
             "evaluator_id": "unit-tests", "evaluator_version": "2.1", "evaluator_kind": "evaluator",
         })
     return out
+
+
+def _registration(experiment_id: str, org_id: str, task: str, t0: _dt.datetime, design: RunDesign) -> dict:
+    """The ``memory_mode`` registration of one task."""
+    arms = [{"name": "recall_off", "payload": {"memory": "off"}, "allocation": 0.5},
+            {"name": "recall_on", "payload": {"memory": "on"}, "allocation": 0.5}]
+    return {
+        "experiment_id": experiment_id, "org_id": org_id, "task_type": task, "kind": "memory_mode",
+        "hypothesis": f"Recalled verified experience raises the {task} score (same task, model and budget).",
+        "arms": json.dumps(arms, separators=(",", ":")), "control_arm": "recall_off", "primary_metric": "score",
+        "direction": "increase", "mde": 0.05, "alpha": 0.05, "power": 0.8, "baseline_mean": design.baseline,
+        "baseline_sd": float(np.hypot(design.score_sd, design.user_sd)), "min_samples_per_arm": design.min_samples_per_arm,
+        "randomization_unit": "session", "sessions_per_unit": "many", "guardrails": "[]",
+        "metric_caps": json.dumps({"time_minutes": 240.0, "tokens": 200000.0}, separators=(",", ":")),
+        "expected_verified_share": 1.0, "registered_at": t0,
+    }
 
 
 def simulate_memory_runs(
@@ -89,47 +128,25 @@ def simulate_memory_runs(
     tasks: Mapping[str, float] | None = None,
     runs_per_arm: int = 120,
     start: str = "2026-09-01",
-    days: int = 14,
-    baseline: float = 0.60,
-    score_sd: float = 0.20,
-    user_sd: float = 0.0,
-    users: int = 200,
-    min_samples_per_arm: int = 100,
-    models: tuple[str, ...] = ("model-a", "model-b"),
-    budgets: tuple[float, ...] = (50000.0,),
+    design: RunDesign | None = None,
 ) -> MemoryRuns:
     """Write memory-on/off runs for ``tasks`` (task type -> true gain; default :data:`DEFAULT_TASKS`).
 
-    Options: ``runs_per_arm`` sessions per arm and task over ``days`` UTC days from ``start``;
-    ``baseline`` and ``score_sd`` of the score without recall; ``user_sd`` the sd of a per-user
-    effect (users drawn uniformly from ``users``); ``min_samples_per_arm`` as registered.
-    Files are ``<landing>/<table>/<day>/memory-runs-<org>-<seed>.jsonl``.
+    ``runs_per_arm`` sessions per arm and task from ``start``, drawn as ``design`` says
+    (default :class:`RunDesign`). Files are ``<landing>/<table>/<day>/memory-runs-<org>-<seed>.jsonl``.
     """
     tasks = dict(DEFAULT_TASKS if tasks is None else tasks)
+    design = design or RunDesign()
     rng = np.random.default_rng(seed)
     t0 = _dt.datetime.fromisoformat(start).replace(tzinfo=UTC)
     experiments, events = [], []
     tables: dict[str, list[dict]] = {"sessions": [], "assignments": [], "outcomes": []}
     ids = {}
     for task, gain in tasks.items():
-        experiment_id = f"{org_id}-{task}-memory"
-        ids[task] = experiment_id
-        arms = [{"name": "recall_off", "payload": {"memory": "off"}, "allocation": 0.5},
-                {"name": "recall_on", "payload": {"memory": "on"}, "allocation": 0.5}]
-        experiments.append({
-            "experiment_id": experiment_id, "org_id": org_id, "task_type": task, "kind": "memory_mode",
-            "hypothesis": f"Recalled verified experience raises the {task} score (same task, model and budget).",
-            "arms": json.dumps(arms, separators=(",", ":")), "control_arm": "recall_off", "primary_metric": "score",
-            "direction": "increase", "mde": 0.05, "alpha": 0.05, "power": 0.8, "baseline_mean": baseline,
-            "baseline_sd": float(np.hypot(score_sd, user_sd)), "min_samples_per_arm": min_samples_per_arm,
-            "randomization_unit": "session", "sessions_per_unit": "many", "guardrails": "[]",
-            "metric_caps": json.dumps({"time_minutes": 240.0, "tokens": 200000.0}, separators=(",", ":")),
-            "expected_verified_share": 1.0, "registered_at": t0,
-        })
+        experiment_id = ids[task] = f"{org_id}-{task}-memory"
+        experiments.append(_registration(experiment_id, org_id, task, t0, design))
         events.append({"experiment_id": experiment_id, "status": "active", "at": t0, "reason": "registered"})
-        rows = _rows(rng, org_id, task, gain, start=t0, days=days, runs_per_arm=runs_per_arm, baseline=baseline,
-                     score_sd=score_sd, user_sd=user_sd, users=users, models=models, budgets=budgets)
-        for table, found in rows.items():
+        for table, found in _rows(rng, experiment_id, org_id, task, gain, t0, runs_per_arm, design).items():
             tables[table].extend(found)
     name = f"memory-runs-{org_id}-{seed}"
     frames = {

@@ -41,6 +41,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -205,6 +206,206 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
+class _Sessions(NamedTuple):
+    """Every session of the world, in start order, as arrays."""
+
+    frame: pl.DataFrame  # org_id, task_type, day, t, user
+    day: np.ndarray
+    user: np.ndarray
+    org: np.ndarray
+    task: np.ndarray
+
+
+def _users(rng: np.random.Generator, config: WorldConfig) -> dict[str, dict]:
+    """Per organization: Zipf activity, a random effect on score, the top fifth is heavy."""
+    users = {}
+    for org in config.orgs:
+        w = 1.0 / np.arange(1, org.users + 1) ** 0.9
+        w = w / w.sum()
+        users[org.org_id] = dict(ids=np.array([f"{org.org_id}-user-{k:05d}" for k in range(org.users)]), w=w,
+                                 effect=rng.normal(0.0, USER_EFFECT_SD, org.users),
+                                 heavy=np.arange(org.users) < max(1, org.users // 5))
+    return users
+
+
+def _sessions(rng: np.random.Generator, config: WorldConfig, users: dict[str, dict], t0: float) -> _Sessions:
+    """Poisson sessions a day per organization and task type, from the history's first day on."""
+    frames = []
+    first_day = -config.history_days
+    for org in config.orgs:
+        u = users[org.org_id]
+        for task, rate in org.tasks.items():
+            counts = rng.poisson(rate * config.traffic_scale, config.days - first_day)
+            day = np.repeat(np.arange(first_day, config.days), counts)
+            t = t0 + day * 86400.0 + np.floor(rng.uniform(60.0, 86340.0, day.size))
+            who = rng.choice(len(u["w"]), size=day.size, p=u["w"])
+            frames.append(pl.DataFrame({"org_id": org.org_id, "task_type": task, "day": day, "t": t, "user": who}))
+    frame = pl.concat(frames).sort("t", "org_id", "task_type", "user")
+    return _Sessions(frame, frame["day"].to_numpy(), frame["user"].to_numpy(), frame["org_id"].to_numpy(),
+                     frame["task_type"].to_numpy())
+
+
+def _user_arms(seed: int, e: ExperimentSpec, n_users: int) -> np.ndarray:
+    """Each user's arm of a user-randomized experiment: its own coin, seeded by the world and the experiment."""
+    key = np.frombuffer(hashlib.sha256(f"{seed}|{e.experiment_id}".encode()).digest()[:8], dtype=np.uint64)[0]
+    user_coin = np.random.default_rng(int(key) % (2**32)).random(n_users)
+    shares = np.asarray(e.shares)
+    return np.searchsorted(np.cumsum(shares), user_coin, side="right").clip(0, len(shares) - 1)
+
+
+def _assign(rng: np.random.Generator, config: WorldConfig, users: dict[str, dict], s: _Sessions,
+            seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each session's experiment (one of its family's live ones, or none) and arm (None outside)."""
+    n = s.day.size
+    pick = rng.random(n)
+    outside = rng.random(n) < config.outside_share
+    coin = rng.random(n)
+    experiment = np.full(n, None, dtype=object)
+    arm = np.full(n, None, dtype=object)
+    by_family: dict[tuple[str, str], list[ExperimentSpec]] = {}
+    for e in config.experiments:
+        by_family.setdefault((e.org_id, e.task_type), []).append(e)
+    for (org, task), exps in by_family.items():
+        in_family = (s.org == org) & (s.task == task) & ~outside
+        live = np.stack([s.day >= e.registered_day for e in exps], axis=1)  # (n, experiments)
+        n_live = live.sum(axis=1)
+        slot = np.minimum((pick * np.maximum(n_live, 1)).astype(int), np.maximum(n_live - 1, 0))
+        order = np.cumsum(live, axis=1) - 1  # index among live experiments
+        for j, e in enumerate(exps):
+            chosen = in_family & live[:, j] & (order[:, j] == slot) & (n_live > 0)
+            experiment[chosen] = e.experiment_id
+            if e.randomization_unit == "user":
+                arm[chosen] = np.asarray(e.arms, dtype=object)[_user_arms(seed, e, len(users[org]["w"]))[s.user[chosen]]]
+                continue
+            share_now = np.broadcast_to(np.asarray(e.shares), (n, len(e.shares))).copy()
+            if e.allocation_change is not None:
+                change_day, new = e.allocation_change
+                share_now[s.day >= change_day] = np.asarray(new)
+            idx = (coin[:, None] > np.cumsum(share_now, axis=1)).sum(axis=1).clip(0, len(e.shares) - 1)
+            arm[chosen] = np.asarray(e.arms, dtype=object)[idx[chosen]]
+    return experiment, arm
+
+
+def _true_means(config: WorldConfig, users: dict[str, dict], s: _Sessions, experiment: np.ndarray,
+                arm: np.ndarray) -> dict[str, np.ndarray]:
+    """The true mean of every metric at every session: the defaults, each experiment's arms and guardrails."""
+    n = s.day.size
+    target = {"success": np.full(n, 0.6), "time_minutes": np.full(n, 25.0), "tokens": np.full(n, 15000.0),
+              "score": np.full(n, 0.6)}
+    for e in config.experiments:
+        sel = experiment == e.experiment_id
+        if not sel.any():
+            continue
+        base = e.baseline + e.trend_per_day * np.maximum(s.day[sel], 0)
+        eff = np.zeros(sel.sum())
+        for a, val in e.effects.items():
+            here = arm[sel] == a
+            eff[here] = val
+            if e.heavy_effects is not None and a in e.heavy_effects:
+                heavy = users[e.org_id]["heavy"][s.user[sel]]
+                eff[here & heavy] = e.heavy_effects[a]
+        target[e.primary_metric][sel] = base + eff
+        for metric, per_arm in e.guardrail_effects.items():
+            g = target[metric]
+            for a, val in per_arm.items():
+                where = np.flatnonzero(sel)[arm[sel] == a]
+                g[where] = g[where] + val
+    return target
+
+
+class _Draws(NamedTuple):
+    """The measured outcome of every session, its evaluator and its times."""
+
+    score: np.ndarray
+    minutes: np.ndarray
+    tokens: np.ndarray
+    evaluator: np.ndarray
+    success: np.ndarray
+    has_outcome: np.ndarray
+    end: np.ndarray
+    recorded: np.ndarray
+    assigned_at: np.ndarray
+
+
+def _outcomes(rng: np.random.Generator, config: WorldConfig, users: dict[str, dict], s: _Sessions,
+              means: dict[str, np.ndarray]) -> _Draws:
+    n = s.day.size
+    user_effect = np.zeros(n)
+    for org in config.orgs:
+        sel = s.org == org.org_id
+        user_effect[sel] = users[org.org_id]["effect"][s.user[sel]]
+    score = np.round(means["score"] + user_effect + rng.normal(0.0, SCORE_NOISE_SD, n), 4)
+    minutes = np.round(rng.standard_gamma(GAMMA_SHAPE, n) * means["time_minutes"] / GAMMA_SHAPE, 2)
+    tokens = np.round(rng.standard_gamma(GAMMA_SHAPE, n) * means["tokens"] / GAMMA_SHAPE)
+    cum = np.cumsum([e[3] for e in EVALUATORS])
+    ev = np.minimum(np.searchsorted(cum, rng.random(n) * cum[-1], side="right"), len(EVALUATORS) - 1)
+    optimistic = np.isin(ev, [2, 3])
+    p = np.clip(means["success"] + np.where(optimistic, OPTIMISM, 0.0), 0.02, 0.98)
+    success = rng.random(n) < p
+    has_outcome = rng.random(n) < config.outcome_share
+    t = s.frame["t"].to_numpy()
+    end = t + np.round(minutes * 60)
+    recorded = end + rng.integers(5, 301, n)
+    return _Draws(score, minutes, tokens, ev, success, has_outcome, end, recorded, t - rng.integers(1, 6, n))
+
+
+def _incidents(rng: np.random.Generator, config: WorldConfig, s: _Sessions, experiment: np.ndarray,
+               arm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Context digests per experiment and arm (the drift incident changes the control's), and
+    the assignment rows the SRM incident loses (a logging bug drops 12% of one arm's)."""
+    n = s.day.size
+    digest = np.full(n, _digest("outside"), dtype=object)
+    for e in config.experiments:
+        sel = experiment == e.experiment_id
+        for a in e.arms:
+            here = sel & (arm == a)
+            digest[here] = _digest(e.experiment_id, a)
+            if e.incident == "drift" and a == e.control_arm:
+                digest[here & (s.day >= e.incident_day)] = _digest(e.experiment_id, a, "relearned")
+    lost = np.zeros(n, dtype=bool)
+    for e in config.experiments:
+        if e.incident == "srm":
+            treated = (experiment == e.experiment_id) & (arm != e.control_arm) & (s.day >= e.incident_day)
+            lost |= treated & (rng.random(n) < 0.12)
+    return digest, lost
+
+
+def _frames(config: WorldConfig, users: dict[str, dict], s: _Sessions, experiment: np.ndarray, arm: np.ndarray,
+            draws: _Draws, digest: np.ndarray, lost: np.ndarray) -> dict[str, pl.DataFrame]:
+    """The sessions, assignments and outcomes tables."""
+    n = s.day.size
+    sids = np.array([f"ses-{i:07d}" for i in range(1, n + 1)], dtype=object)
+    user_ids = np.empty(n, dtype=object)
+    for org in config.orgs:
+        sel = s.org == org.org_id
+        user_ids[sel] = users[org.org_id]["ids"][s.user[sel]]
+    in_exp = experiment != None  # noqa: E711 (object array)
+    unit_ids = np.where(in_exp & np.isin(experiment, [e.experiment_id for e in config.experiments
+                                                       if e.randomization_unit == "user"]), user_ids, sids)
+    sessions = pl.DataFrame({
+        "session_id": sids.tolist(), "org_id": s.org.tolist(), "user_id": user_ids.tolist(), "task_type": s.task.tolist(),
+        "model": np.asarray(["model-a", "model-b"])[s.user % 2], "budget": np.full(n, 50000.0),
+    }).with_columns(
+        _ts(s.frame["t"].to_numpy()).alias("started_at"), _ts(draws.end).alias("ended_at"),
+        pl.Series("context_digest", digest.tolist(), dtype=pl.String),
+        pl.Series("experiment_id", experiment.tolist(), dtype=pl.String),
+        pl.Series("delivered_arm", arm.tolist(), dtype=pl.String),
+    )
+    keep = in_exp & ~lost
+    assignments = pl.DataFrame({
+        "session_id": sids[keep].tolist(), "experiment_id": experiment[keep].astype(str), "arm": arm[keep].astype(str),
+        "unit_id": unit_ids[keep].tolist(),
+    }).with_columns(_ts(draws.assigned_at[keep]).alias("assigned_at"))
+    ev, has = draws.evaluator, draws.has_outcome
+    kinds, ids, versions = (np.asarray([e[k] for e in EVALUATORS], dtype=object)[ev] for k in range(3))
+    outcomes = pl.DataFrame({
+        "session_id": sids[has].tolist(), "success": draws.success[has], "time_minutes": draws.minutes[has],
+        "tokens": draws.tokens[has], "score": draws.score[has], "evaluator_id": ids[has].tolist(),
+        "evaluator_version": versions[has].tolist(), "evaluator_kind": kinds[has].tolist(),
+    }).with_columns(_ts(draws.recorded[has]).alias("recorded_at"))
+    return {"sessions": sessions, "assignments": assignments, "outcomes": outcomes}
+
+
 def simulate_world(
     landing_dir: str | os.PathLike[str],
     *,
@@ -230,164 +431,20 @@ def simulate_world(
     landing = Path(landing_dir)
     t0 = dt.datetime.fromisoformat(config.start).replace(tzinfo=UTC).timestamp()
     name = f"world-{seed}"
-
-    # users: per organization, Zipf activity, a random effect on score, the top fifth is heavy
-    users = {}
-    for org in config.orgs:
-        w = 1.0 / np.arange(1, org.users + 1) ** 0.9
-        w = w / w.sum()
-        users[org.org_id] = dict(ids=np.array([f"{org.org_id}-user-{k:05d}" for k in range(org.users)]), w=w,
-                                 effect=rng.normal(0.0, USER_EFFECT_SD, org.users),
-                                 heavy=np.arange(org.users) < max(1, org.users // 5))
-
-    # sessions, vectorised per organization and task type
-    frames = []
-    first_day = -config.history_days
-    for org in config.orgs:
-        u = users[org.org_id]
-        for task, rate in org.tasks.items():
-            n_days = config.days - first_day
-            counts = rng.poisson(rate * config.traffic_scale, n_days)
-            day = np.repeat(np.arange(first_day, config.days), counts)
-            n = day.size
-            t = t0 + day * 86400.0 + np.floor(rng.uniform(60.0, 86340.0, n))
-            who = rng.choice(len(u["w"]), size=n, p=u["w"])
-            frames.append(pl.DataFrame({"org_id": org.org_id, "task_type": task, "day": day, "t": t, "user": who}))
-    sessions = pl.concat(frames).sort("t", "org_id", "task_type", "user")
-    n = sessions.height
-    day = sessions["day"].to_numpy()
-    user_idx = sessions["user"].to_numpy()
-    org_ids = sessions["org_id"].to_numpy()
-    tasks = sessions["task_type"].to_numpy()
-    pick = rng.random(n)
-    outside = rng.random(n) < config.outside_share
-    coin = rng.random(n)
-    experiment = np.full(n, None, dtype=object)
-    arm = np.full(n, None, dtype=object)
-    by_family: dict[tuple[str, str], list[ExperimentSpec]] = {}
-    for e in config.experiments:
-        by_family.setdefault((e.org_id, e.task_type), []).append(e)
-    for (org, task), exps in by_family.items():
-        in_family = (org_ids == org) & (tasks == task) & ~outside
-        live = np.stack([day >= e.registered_day for e in exps], axis=1)  # (n, experiments)
-        n_live = live.sum(axis=1)
-        slot = np.minimum((pick * np.maximum(n_live, 1)).astype(int), np.maximum(n_live - 1, 0))
-        order = np.cumsum(live, axis=1) - 1  # index among live experiments
-        for j, e in enumerate(exps):
-            chosen = in_family & live[:, j] & (order[:, j] == slot) & (n_live > 0)
-            experiment[chosen] = e.experiment_id
-            shares = np.asarray(e.shares)
-            if e.randomization_unit == "user":
-                n_users = len(users[org]["w"])
-                key = np.frombuffer(hashlib.sha256(f"{seed}|{e.experiment_id}".encode()).digest()[:8], dtype=np.uint64)[0]
-                user_coin = np.random.default_rng(int(key) % (2**32)).random(n_users)
-                arm_of_user = np.searchsorted(np.cumsum(shares), user_coin, side="right").clip(0, len(shares) - 1)
-                arm[chosen] = np.asarray(e.arms, dtype=object)[arm_of_user[user_idx[chosen]]]
-            else:
-                share_now = np.broadcast_to(shares, (n, len(shares))).copy()
-                if e.allocation_change is not None:
-                    change_day, new = e.allocation_change
-                    share_now[day >= change_day] = np.asarray(new)
-                idx = (coin[:, None] > np.cumsum(share_now, axis=1)).sum(axis=1).clip(0, len(shares) - 1)
-                arm[chosen] = np.asarray(e.arms, dtype=object)[idx[chosen]]
-
-    # outcomes: true means per session, then evaluator provenance
-    success_p = np.full(n, 0.6)
-    time_mean = np.full(n, 25.0)
-    token_mean = np.full(n, 15000.0)
-    score_mean = np.full(n, 0.6)
-    for e in config.experiments:
-        sel = experiment == e.experiment_id
-        if not sel.any():
-            continue
-        base = e.baseline + e.trend_per_day * np.maximum(day[sel], 0)
-        eff = np.zeros(sel.sum())
-        for a, val in e.effects.items():
-            here = arm[sel] == a
-            eff[here] = val
-            if e.heavy_effects is not None and a in e.heavy_effects:
-                heavy = users[e.org_id]["heavy"][user_idx[sel]]
-                eff[here & heavy] = e.heavy_effects[a]
-        target = {"success": success_p, "time_minutes": time_mean, "tokens": token_mean, "score": score_mean}
-        target[e.primary_metric][sel] = base + eff
-        for metric, per_arm in e.guardrail_effects.items():
-            g = target[metric]
-            for a, val in per_arm.items():
-                where = np.flatnonzero(sel)[arm[sel] == a]
-                g[where] = g[where] + val
-    user_effect = np.zeros(n)
-    for org in config.orgs:
-        sel = org_ids == org.org_id
-        user_effect[sel] = users[org.org_id]["effect"][user_idx[sel]]
-    score = np.round(score_mean + user_effect + rng.normal(0.0, SCORE_NOISE_SD, n), 4)
-    minutes = np.round(rng.standard_gamma(GAMMA_SHAPE, n) * time_mean / GAMMA_SHAPE, 2)
-    tokens = np.round(rng.standard_gamma(GAMMA_SHAPE, n) * token_mean / GAMMA_SHAPE)
-    cum = np.cumsum([e[3] for e in EVALUATORS])
-    ev = np.minimum(np.searchsorted(cum, rng.random(n) * cum[-1], side="right"), len(EVALUATORS) - 1)
-    optimistic = np.isin(ev, [2, 3])
-    p = np.clip(success_p + np.where(optimistic, OPTIMISM, 0.0), 0.02, 0.98)
-    success = rng.random(n) < p
-    has_outcome = rng.random(n) < config.outcome_share
-    t = sessions["t"].to_numpy()
-    end = t + np.round(minutes * 60)
-    recorded = end + rng.integers(5, 301, n)
-    assigned_at = t - rng.integers(1, 6, n)
-
-    # context digests: per experiment and arm; the drift incident changes the control's
-    digest = np.full(n, _digest("outside"), dtype=object)
-    for e in config.experiments:
-        sel = experiment == e.experiment_id
-        for a in e.arms:
-            here = sel & (arm == a)
-            digest[here] = _digest(e.experiment_id, a)
-            if e.incident == "drift" and a == e.control_arm:
-                digest[here & (day >= e.incident_day)] = _digest(e.experiment_id, a, "relearned")
-    # the SRM incident: a logging bug loses a share of one arm's assignment rows
-    lost = np.zeros(n, dtype=bool)
-    for e in config.experiments:
-        if e.incident == "srm":
-            treated = (experiment == e.experiment_id) & (arm != e.control_arm) & (day >= e.incident_day)
-            lost |= treated & (rng.random(n) < 0.12)
-
-    sids = np.array([f"ses-{i:07d}" for i in range(1, n + 1)], dtype=object)
-    user_ids = np.empty(n, dtype=object)
-    for org in config.orgs:
-        sel = org_ids == org.org_id
-        user_ids[sel] = users[org.org_id]["ids"][user_idx[sel]]
-    in_exp = experiment != None  # noqa: E711 (object array)
-    unit_ids = np.where(in_exp & np.isin(experiment, [e.experiment_id for e in config.experiments
-                                                       if e.randomization_unit == "user"]), user_ids, sids)
-    sessions_df = pl.DataFrame({
-        "session_id": sids.tolist(), "org_id": org_ids.tolist(), "user_id": user_ids.tolist(), "task_type": tasks.tolist(),
-        "model": np.asarray(["model-a", "model-b"])[user_idx % 2], "budget": np.full(n, 50000.0),
-    }).with_columns(
-        _ts(t).alias("started_at"), _ts(end).alias("ended_at"),
-        pl.Series("context_digest", digest.tolist(), dtype=pl.String),
-        pl.Series("experiment_id", experiment.tolist(), dtype=pl.String),
-        pl.Series("delivered_arm", arm.tolist(), dtype=pl.String),
-    )
-    keep = in_exp & ~lost
-    assignments_df = pl.DataFrame({
-        "session_id": sids[keep].tolist(), "experiment_id": experiment[keep].astype(str), "arm": arm[keep].astype(str),
-        "unit_id": unit_ids[keep].tolist(),
-    }).with_columns(_ts(assigned_at[keep]).alias("assigned_at"))
-    kinds = np.asarray([e[0] for e in EVALUATORS], dtype=object)[ev]
-    ids = np.asarray([e[1] for e in EVALUATORS], dtype=object)[ev]
-    versions = np.asarray([e[2] for e in EVALUATORS], dtype=object)[ev]
-    outcomes_df = pl.DataFrame({
-        "session_id": sids[has_outcome].tolist(), "success": success[has_outcome], "time_minutes": minutes[has_outcome],
-        "tokens": tokens[has_outcome], "score": score[has_outcome], "evaluator_id": ids[has_outcome].tolist(),
-        "evaluator_version": versions[has_outcome].tolist(), "evaluator_kind": kinds[has_outcome].tolist(),
-    }).with_columns(_ts(recorded[has_outcome]).alias("recorded_at"))
-
+    users = _users(rng, config)
+    s = _sessions(rng, config, users, t0)
+    experiment, arm = _assign(rng, config, users, s, seed)
+    draws = _outcomes(rng, config, users, s, _true_means(config, users, s, experiment, arm))
+    digest, lost = _incidents(rng, config, s, experiment, arm)
+    frames = _frames(config, users, s, experiment, arm, draws, digest, lost)
     registrations, events = _registrations(config, t0)
-    dirty, extra = _dirty_rows(config, sessions_df, assignments_df, t0) if config.dirty else ({}, {})
+    dirty, extra = _dirty_rows(config, frames["sessions"], frames["assignments"], t0) if config.dirty else ({}, {})
     tables = {
         "experiments": (registrations, "registered_at", ["arms", "guardrails", "metric_caps"]),
         "experiment_events": (events, "at", ["allocation"]),
-        "sessions": (sessions_df, "started_at", []),
-        "assignments": (assignments_df, "assigned_at", []),
-        "outcomes": (outcomes_df, "recorded_at", []),
+        "sessions": (frames["sessions"], "started_at", []),
+        "assignments": (frames["assignments"], "assigned_at", []),
+        "outcomes": (frames["outcomes"], "recorded_at", []),
     }
     files: list[Path] = []
     records: dict[str, int] = {}
@@ -397,8 +454,7 @@ def simulate_world(
                                 extra_lines=lines, fallback_day=config.start)
         files.extend(written.files)
         records[table] = written.rows + sum(len(v) for v in lines.values())
-
-    truth = _truth(config, users, experiment, arm, user_idx, day)
+    truth = _truth(config, users, experiment, arm, s.user, s.day)
     path = None
     if truth_path is not None:
         path = landing.parent / f"{name}-truth.json" if truth_path == "default" else Path(truth_path)

@@ -69,8 +69,24 @@ def guard_variance(variance, mean) -> np.ndarray:
     NaN stays NaN; a negative variance above ``-tol`` (rounding) becomes 0; a variance
     below ``-tol`` stays negative so that the caller's domain check rejects it.
     """
-    v = np.asarray(variance, dtype=np.float64)
+    v = np.asarray(variance, dtype=np.float64)  # pragma: no mutate
     m = np.asarray(mean, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         tol = VARIANCE_REL_TOL * np.where(np.isfinite(m), m * m, 0.0)
         return np.where(np.abs(v) <= tol, 0.0, v)
+
+
+def two_arms(n_t, mean_t, var_t, n_c, mean_c, var_c):
+    """Both arms' sufficient statistics as float arrays of one shape, checked (non-negative ``n``
+    and variances, else ``ValueError`` naming the argument) and with their variances guarded
+    (:func:`guard_variance`); also whether every input of an element is finite.
+
+    Returns:
+        ``(n_t, mean_t, var_t, n_c, mean_c, var_c, finite)``.
+    """
+    arrs = np.broadcast_arrays(*(as_float(a) for a in (n_t, mean_t, var_t, n_c, mean_c, var_c)))
+    n_t, mean_t, var_t, n_c, mean_c, var_c = arrs
+    for name, a in (("n_t", n_t), ("n_c", n_c), ("var_t", var_t), ("var_c", var_c)):
+        check_nonnegative(name, a)
+    finite = np.all([np.isfinite(a) for a in arrs], axis=0)
+    return n_t, mean_t, guard_variance(var_t, mean_t), n_c, mean_c, guard_variance(var_c, mean_c), finite

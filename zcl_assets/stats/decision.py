@@ -1,15 +1,20 @@
 """The decision rule of DESIGN section 6, applied to one look of many comparisons at once.
 
-First match wins:
+:func:`decide` takes the :class:`Evidence` the look has gathered (rule 1's verdict, the
+burn-in, the guardrails' hold, the progress to the plan) and applies the rule, first
+match wins:
 
-1. ``invalid``: sequential SRM fired, control context digest drifted, verified outcomes
-   imbalanced, contract violations over threshold, or already invalid and not reopened.
-2. ``continue`` (burn-in): a binary arm with fewer than 10 successes or 10 failures, an arm
+1. ``invalid``: the data cannot be trusted (``Evidence.invalid``: the sequential SRM
+   fired, the control context digest drifted, verified outcomes are imbalanced, contract
+   violations exceed their threshold, sticky until a reopen event; or the registration
+   was refused).
+2. ``continue`` (burn-in, ``Evidence.burn_in`` from :func:`burn_in`): an arm without
+   analysable units, a binary arm with fewer than 10 successes or 10 failures, an arm
    with fewer units than the minimum sample, or fewer than 7 days since first assignment.
 3. ``reject``: the primary CS lies entirely on the harmful side of zero.
-4. ``adopt``: the primary CS lies entirely on the beneficial side and every guardrail CS
-   lower bound (beneficial direction) is above minus its margin; otherwise ``continue``
-   with reason "held by guardrail <name>".
+4. ``adopt``: the primary CS lies entirely on the beneficial side and no guardrail holds it
+   (``Evidence.held``, from :func:`guardrail_verdict` of each guardrail); otherwise
+   ``continue`` with reason "held by guardrail <name>".
 5. At or past the planned sample: ``no_effect`` if the CS lies inside (-MDE, +MDE), else
    ``inconclusive``.
 6. Otherwise ``continue``.
@@ -23,7 +28,7 @@ An unreachable plan never reaches rule 5, and rule 6 says so.
 from __future__ import annotations
 
 from enum import Enum
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -38,7 +43,13 @@ __all__ = [
     "INVALID",
     "BURN_IN_MIN_COUNT",
     "BURN_IN_MIN_DAYS",
+    "NON_INFERIOR",
+    "NOT_YET_SHOWN",
+    "Evidence",
     "Decision",
+    "GuardrailVerdict",
+    "burn_in",
+    "guardrail_verdict",
     "decide",
 ]
 
@@ -66,6 +77,40 @@ BURN_IN_MIN_COUNT = 10
 BURN_IN_MIN_DAYS = 7
 """Burn-in: no decision before this many days since the first assignment."""
 
+NON_INFERIOR = "non-inferior"
+"""Guardrail verdict: its CS lies above minus its margin in the beneficial direction."""
+NOT_YET_SHOWN = "not yet shown"
+"""Guardrail verdict: not shown non-inferior (yet); it holds ``adopt``."""
+
+
+class Evidence(NamedTuple):
+    """What the rule reads of one look: one entry per comparison, arrays of one shape.
+
+    Attributes:
+        cs_low: Lower end of the deciding CS, treatment minus control (metric units).
+        cs_high: Upper end.
+        mde: Registered MDE (absolute; its sign is ignored).
+        direction: +1 when an increase is beneficial, -1 when a decrease is.
+        invalid: Rule 1: why the data cannot be trusted, ``""`` where it can.
+        burn_in: Rule 2: why the comparison is still in burn-in (:func:`burn_in`), ``""``
+            past it.
+        held: Rule 4: why a guardrail holds ``adopt`` ("held by guardrail g"), ``""``
+            where none does.
+        plan_reached: Rule 5: both arms are at or past their planned sample.
+        plan_reachable: False when the planned sample is unreachable; only changes the
+            words of rule 6.
+    """
+
+    cs_low: ArrayLike
+    cs_high: ArrayLike
+    mde: ArrayLike
+    direction: ArrayLike = 1
+    invalid: ArrayLike = ""
+    burn_in: ArrayLike = ""
+    held: ArrayLike = ""
+    plan_reached: ArrayLike = False
+    plan_reachable: ArrayLike = True
+
 
 class Decision(NamedTuple):
     """Decision of one look.
@@ -83,202 +128,139 @@ class Decision(NamedTuple):
     rule: np.ndarray
 
 
-def _arr(x, dtype=float):
-    return np.asarray(x, dtype=dtype)
+def _text(x, shape) -> np.ndarray:
+    return np.broadcast_to(np.asarray(x, dtype=object), shape)
 
 
-def decide(
-    ci_low: ArrayLike,
-    ci_high: ArrayLike,
-    mde: ArrayLike,
-    n_t: ArrayLike,
-    n_c: ArrayLike,
-    n_plan: ArrayLike,
-    min_samples: ArrayLike,
-    days_since_first_assignment: ArrayLike,
-    direction: ArrayLike = 1,
-    allocation_ratio: ArrayLike = 1.0,
-    successes_t: ArrayLike | None = None,
-    failures_t: ArrayLike | None = None,
-    successes_c: ArrayLike | None = None,
-    failures_c: ArrayLike | None = None,
-    srm_fired: ArrayLike = False,
-    baseline_drift: ArrayLike = False,
-    outcome_imbalance: ArrayLike = False,
-    contract_violations_exceeded: ArrayLike = False,
-    already_invalid: ArrayLike = False,
-    guardrail_ci_low: ArrayLike | None = None,
-    guardrail_ci_high: ArrayLike | None = None,
-    guardrail_direction: ArrayLike = 1,
-    guardrail_margin: ArrayLike | None = None,
-    guardrail_names: Sequence[str] | None = None,
-    registration_refused: ArrayLike = False,
-    plan_reachable: ArrayLike = True,
-    guardrail_hold: ArrayLike | None = None,
-) -> Decision:
-    """Apply the DESIGN section 6 rule (first match wins) to one look.
+def burn_in(n_t: ArrayLike, n_c: ArrayLike, min_samples: ArrayLike, days_since_first_assignment: ArrayLike,
+            fewest_count: ArrayLike = np.inf) -> np.ndarray:
+    """Rule 2: why each comparison is still in burn-in, ``""`` where it is past it.
 
-    Every per-comparison argument broadcasts to a common shape ``S`` (one entry per
-    experiment comparison). Guardrail arguments have shape ``S + (g,)``.
+    The first reason that applies: an arm has no analysable units; an arm has fewer than
+    :data:`BURN_IN_MIN_COUNT` successes or failures (binary metrics); an arm has fewer
+    units than the minimum sample; fewer than :data:`BURN_IN_MIN_DAYS` days since the
+    first assignment (NaN days: no assignment yet, burn-in).
 
     Args:
-        ci_low: Lower end of the primary CS for treatment minus control (metric units).
-        ci_high: Upper end of the primary CS.
-        mde: Registered MDE (absolute; its sign is ignored).
         n_t: Treatment units at this look.
         n_c: Control units at this look.
-        n_plan: Planned control-arm sample (``PlannedSample.n_plan``); the treatment
-            arm's is ``n_plan * allocation_ratio``. ``inf`` never reaches rule 5.
         min_samples: Declared minimum units per arm.
-        days_since_first_assignment: Days (float) since the first assignment; NaN is
-            treated as burn-in.
-        direction: +1 when an increase is beneficial, -1 when a decrease is.
-        allocation_ratio: Planned treatment-to-control ratio of units.
-        successes_t: Binary metrics only: treatment successes (all four counts or none).
-        failures_t: Treatment failures.
-        successes_c: Control successes.
-        failures_c: Control failures.
-        srm_fired: The sequential SRM test on units fired.
-        baseline_drift: The control context digest changed while live.
-        outcome_imbalance: Verified outcomes are imbalanced between arms.
-        contract_violations_exceeded: Contract violations exceed their threshold.
-        already_invalid: A previous look was ``invalid`` and no reopen event followed
-            (invalid is sticky).
-        guardrail_ci_low: Guardrail CS lower ends, treatment minus control, shape
-            ``S + (g,)``.
-        guardrail_ci_high: Guardrail CS upper ends, same shape.
-        guardrail_direction: +1/-1 per guardrail (beneficial direction), broadcast to
-            ``S + (g,)``.
-        guardrail_margin: Non-inferiority margins (positive, metric units), broadcast
-            to ``S + (g,)``.
-        guardrail_names: Names for the reasons, length g.
-        registration_refused: The registration was refused (no alpha slot free in its
-            family): rule 1.
-        plan_reachable: False when the planned sample is unreachable (``n_plan = inf``);
-            only changes the words of rule 6.
-        guardrail_hold: Alternative to the guardrail intervals when the caller has
-            already read them: per comparison, "" when every guardrail is shown
-            non-inferior, else the reason that holds adopt ("held by guardrail g").
+        days_since_first_assignment: Days (float) since the first assignment.
+        fewest_count: The fewest successes or failures of either arm (NaN: not known,
+            burn-in); ``inf`` for a metric without successes.
+
+    Returns:
+        Array (dtype object) of reasons, the broadcast shape of the inputs.
+
+    Examples:
+        >>> burn_in([500, 0], [500, 500], 100, 10.0).tolist()
+        ['', 'burn-in: an arm has no analysable units yet']
+        >>> burn_in(500, 500, 100, 10.0, fewest_count=9).tolist()
+        'burn-in: an arm has fewer than 10 successes or failures'
+    """
+    nt, nc, ms, days, fewest = (np.asarray(x, dtype=float) for x in
+                                (n_t, n_c, min_samples, days_since_first_assignment, fewest_count))
+    shape = np.broadcast_shapes(nt.shape, nc.shape, ms.shape, days.shape, fewest.shape)
+    reason = np.full(shape, "", dtype=object)  # pragma: no mutate
+    for cond, why in (
+        (~((nt > 0) & (nc > 0)), "burn-in: an arm has no analysable units yet"),
+        (~(fewest >= BURN_IN_MIN_COUNT), f"burn-in: an arm has fewer than {BURN_IN_MIN_COUNT} successes or failures"),
+        (~((nt >= ms) & (nc >= ms)), "burn-in: an arm has fewer units than the minimum sample"),
+        (~(days >= BURN_IN_MIN_DAYS), f"burn-in: fewer than {BURN_IN_MIN_DAYS} days since first assignment"),
+    ):
+        reason[(reason == "") & np.broadcast_to(cond, shape)] = why
+    return reason
+
+
+class GuardrailVerdict(NamedTuple):
+    """Each guardrail comparison's verdict.
+
+    Attributes:
+        verdict: Array (dtype object) of :data:`NON_INFERIOR` or :data:`NOT_YET_SHOWN`.
+        beneficial_low: The CS's lower end in the beneficial direction (``cs_low`` for an
+            increase, ``-cs_high`` for a decrease); NaN when the CS is undefined.
+    """
+
+    verdict: np.ndarray
+    beneficial_low: np.ndarray
+
+
+def guardrail_verdict(cs_low: ArrayLike, cs_high: ArrayLike, direction: ArrayLike, margin: ArrayLike) -> GuardrailVerdict:
+    """Rule 4's reading of a guardrail: non-inferior when its CS, turned to the beneficial
+    direction, lies above minus its margin; an undefined CS is not yet shown.
+
+    Args:
+        cs_low: Lower end of the guardrail's CS, treatment minus control (metric units).
+        cs_high: Upper end.
+        direction: +1 when an increase of the guardrail metric is beneficial, -1 otherwise.
+        margin: The non-inferiority margin (positive, metric units).
+
+    Returns:
+        :class:`GuardrailVerdict` of the broadcast shape.
+
+    Examples:
+        >>> guardrail_verdict([-1.0, -3.0], [4.0, 1.0], 1, 2.0).verdict.tolist()
+        ['non-inferior', 'not yet shown']
+        >>> guardrail_verdict(-1.0, 1500.0, -1, 2000.0).verdict.tolist()
+        'non-inferior'
+    """
+    lo, hi, sign, m = (np.asarray(x, dtype=float) for x in (cs_low, cs_high, direction, margin))
+    shape = np.broadcast_shapes(lo.shape, hi.shape, sign.shape, m.shape)
+    b_lo = np.broadcast_to(np.where(sign > 0, lo, -hi), shape).copy()
+    ok = np.isfinite(b_lo) & (b_lo > -m)
+    return GuardrailVerdict(np.where(ok, NON_INFERIOR, NOT_YET_SHOWN).astype(object), b_lo)
+
+
+def decide(evidence: Evidence) -> Decision:
+    """Apply the DESIGN section 6 rule (first match wins) to one look.
+
+    Args:
+        evidence: The :class:`Evidence` of every comparison; its fields broadcast to a
+            common shape ``S``.
 
     Returns:
         A :class:`Decision` of shape ``S``. NaN intervals never decide: an undefined
-        primary CS gives ``continue`` and an undefined guardrail CS holds adoption.
+        CS gives ``continue``.
 
-    Raises:
-        ValueError: If only some binary counts are given, or guardrail lower ends,
-            upper ends and margins are not given together (argument structure, never
-            data values).
+    Examples:
+        >>> decide(Evidence(cs_low=0.01, cs_high=0.05, mde=0.02)).label.tolist()
+        'adopt'
+        >>> decide(Evidence(cs_low=-0.01, cs_high=0.01, mde=0.02, plan_reached=True)).label.tolist()
+        'no_effect'
     """
-    lo = _arr(ci_low)
-    hi = _arr(ci_high)
-    sign = np.where(_arr(direction) < 0, -1.0, 1.0)
+    lo = np.asarray(evidence.cs_low, dtype=float)
+    hi = np.asarray(evidence.cs_high, dtype=float)
+    sign = np.where(np.asarray(evidence.direction, dtype=float) < 0, -1.0, 1.0)
     # the beneficial-direction interval; np.minimum and np.maximum give NaN when either end is NaN
     b_lo = np.minimum(sign * lo, sign * hi)
     b_hi = np.maximum(sign * lo, sign * hi)
-    m = np.abs(_arr(mde))
-    nt, nc = _arr(n_t), _arr(n_c)
-    plan, ms = _arr(n_plan), _arr(min_samples)
-    days = _arr(days_since_first_assignment)
-
-    counts = (successes_t, failures_t, successes_c, failures_c)
-    given = [c is not None for c in counts]
-    if any(given) and not all(given):
-        raise ValueError("give all four binary counts or none")
-
-    invalid_flags = {
-        "registration refused: no alpha slot was free in its organization and task type": registration_refused,
-        "sequential SRM fired": srm_fired,
-        "control context digest drifted": baseline_drift,
-        "verified outcomes imbalanced between arms": outcome_imbalance,
-        "contract violations exceed threshold": contract_violations_exceeded,
-        "invalid since an earlier look (no reopen event)": already_invalid,
-    }
-    pieces = [b_lo, b_hi, m, nt, nc, plan, ms, days]
-    pieces += [_arr(f, bool) for f in invalid_flags.values()]
-    if all(given):
-        pieces += [_arr(c) for c in counts]
-    shape = np.broadcast_shapes(*(p.shape for p in pieces))
-
-    has_guardrails = guardrail_ci_low is not None or guardrail_ci_high is not None
-    if has_guardrails:
-        if guardrail_margin is None or guardrail_ci_low is None or guardrail_ci_high is None:
-            raise ValueError("guardrails need ci_low, ci_high and margin together")
-        g_lo, g_hi = _arr(guardrail_ci_low), _arr(guardrail_ci_high)
-        g_sign = np.where(_arr(guardrail_direction) < 0, -1.0, 1.0)
-        g_margin = np.abs(_arr(guardrail_margin))
-        g_shape = np.broadcast_shapes(g_lo.shape, g_hi.shape, g_sign.shape, g_margin.shape)
-        g_shape = g_shape or (1,)
-        shape = np.broadcast_shapes(shape, g_shape[:-1])
-
+    m = np.abs(np.asarray(evidence.mde, dtype=float))
+    invalid, burn, held = (np.asarray(x, dtype=object) for x in (evidence.invalid, evidence.burn_in, evidence.held))
+    reached = np.asarray(evidence.plan_reached, dtype=bool)
+    reachable = np.asarray(evidence.plan_reachable, dtype=bool)
+    shape = np.broadcast_shapes(b_lo.shape, b_hi.shape, m.shape, invalid.shape, burn.shape, held.shape, reached.shape,
+                                reachable.shape)
     label = np.full(shape, "", dtype=object)
-    reason = np.full(shape, "", dtype=object)
+    reason = np.full(shape, "", dtype=object)  # pragma: no mutate
     rule = np.zeros(shape, dtype=np.int64)
 
     def assign(cond, lab, why, number):
-        cond = np.broadcast_to(np.asarray(cond, dtype=bool), shape)
-        free = (label == "") & cond
+        free = (label == "") & np.broadcast_to(np.asarray(cond, dtype=bool), shape)
         label[free] = lab
         rule[free] = number
-        if isinstance(why, np.ndarray):
-            reason[free] = np.broadcast_to(why, shape)[free]
-        else:
-            reason[free] = why
+        reason[free] = _text(why, shape)[free]
 
-    # Rule 1: invalid (sticky).
-    for why, flag in invalid_flags.items():
-        assign(_arr(flag, bool), INVALID, why, 1)
-
-    # Rule 2: burn-in (an arm without analysable units first: it is reported, never dropped).
-    assign(~((nt > 0) & (nc > 0)), CONTINUE, "burn-in: an arm has no analysable units yet", 2)
-    if all(given):
-        low = np.zeros(shape, dtype=bool)
-        for c in counts:
-            c = _arr(c)
-            low |= ~(c >= BURN_IN_MIN_COUNT)
-        assign(low, CONTINUE,
-               f"burn-in: an arm has fewer than {BURN_IN_MIN_COUNT} successes or failures", 2)
-    assign(~((nt >= ms) & (nc >= ms)), CONTINUE,
-           "burn-in: an arm has fewer units than the minimum sample", 2)
-    assign(~(days >= BURN_IN_MIN_DAYS), CONTINUE,
-           f"burn-in: fewer than {BURN_IN_MIN_DAYS} days since first assignment", 2)
-    assign(np.isnan(b_lo) | np.isnan(b_hi), CONTINUE,
-           "interval undefined (no variance in either arm, or no plan tuning)", 6)
-
-    # Rule 3: reject.
+    assign(_text(invalid, shape) != "", INVALID, invalid, 1)
+    assign(_text(burn, shape) != "", CONTINUE, burn, 2)
+    assign(np.isnan(b_lo) | np.isnan(b_hi), CONTINUE, "interval undefined (no variance in either arm, or no plan tuning)", 6)
     assign(b_hi < 0, REJECT, "CS entirely on the harmful side of zero", 3)
-
-    # Rule 4: adopt, unless a guardrail holds it.
     beneficial = b_lo > 0
-    held_reason = np.full(shape, "", dtype=object)
-    if has_guardrails:
-        full = shape + g_shape[-1:]
-        g_lo, g_hi, g_sign, g_margin = (np.broadcast_to(x, full) for x in
-                                         (g_lo, g_hi, g_sign, g_margin))
-        g_ben_lo = np.minimum(g_sign * g_lo, g_sign * g_hi)
-        g_ben_lo = np.where(np.isnan(g_lo) | np.isnan(g_hi), np.nan, g_ben_lo)
-        ok = g_ben_lo > -g_margin  # NaN -> not shown non-inferior
-        n_g = full[-1]
-        names = list(guardrail_names) if guardrail_names is not None else [
-            f"g{i}" for i in range(n_g)]
-        for i in reversed(range(n_g)):  # first failing guardrail names the reason
-            held_reason = np.where(~ok[..., i], f"held by guardrail {names[i]}", held_reason)
-    if guardrail_hold is not None:
-        hold = np.broadcast_to(np.asarray(guardrail_hold, dtype=object), shape)
-        held_reason = np.where(held_reason != "", held_reason, hold)
-    held = held_reason != ""
-    assign(beneficial & held, CONTINUE, held_reason, 4)
+    assign(beneficial & (_text(held, shape) != ""), CONTINUE, held, 4)
     assign(beneficial, ADOPT, "CS entirely on the beneficial side of zero", 4)
-
-    # Rule 5: at or past the planned sample.
-    reached = (nc >= plan) & (nt >= plan * _arr(allocation_ratio))
     inside = (b_lo > -m) & (b_hi < m)
     assign(reached & inside, NO_EFFECT, "planned sample reached; CS inside (-MDE, +MDE)", 5)
-    assign(reached, INCONCLUSIVE, "planned sample reached; CS neither excludes zero nor "
-           "lies inside (-MDE, +MDE)", 5)
-
-    # Rule 6.
-    reachable = np.broadcast_to(_arr(plan_reachable, bool), shape)
-    assign(~reachable, CONTINUE, "collecting: the planned sample is unreachable, so only "
-           "adopt or reject can end the experiment", 6)
-    assign(np.ones(shape, dtype=bool), CONTINUE, "collecting: planned sample not reached", 6)
+    assign(reached, INCONCLUSIVE, "planned sample reached; CS neither excludes zero nor lies inside (-MDE, +MDE)", 5)
+    assign(~reachable, CONTINUE, "collecting: the planned sample is unreachable, so only adopt or reject can end the "
+           "experiment", 6)
+    assign(np.ones(shape, dtype=bool), CONTINUE, "collecting: planned sample not reached", 6)  # pragma: no mutate
     return Decision(label=label, reason=reason, rule=rule)

@@ -81,7 +81,7 @@ def hksj_random_effects(effects, variances, alpha: float = 0.05, method: str = "
     keep = np.isfinite(y) & np.isfinite(v) & (v > 0)
     y, v = y[keep], v[keep]
     k = int(y.size)
-    nan = float("nan")
+    nan = float("nan")  # pragma: no mutate
     if k < 2:
         return MetaResult(nan, nan, nan, nan, nan, nan, nan, k)
     with np.errstate(invalid="ignore"):  # a negative DL tau^2 makes statsmodels take sqrt of a negative variance

@@ -77,7 +77,7 @@ def rate_exceeds(x, n, threshold: float = VIOLATION_THRESHOLD) -> RateTest:
     x, n = np.broadcast_arrays(as_float(x), as_float(n))
     check_counts(x, n)
     ok = np.isfinite(x) & np.isfinite(n)
-    xs, ns = np.where(ok, x, 0.0), np.where(ok, n, 0.0)
+    xs, ns = np.where(ok, x, 0.0), np.where(ok, n, 0.0)  # pragma: no mutate
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         log_e = (
             special.betaln(xs + 1, ns - xs + 1)

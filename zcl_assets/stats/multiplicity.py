@@ -5,67 +5,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from statsmodels.stats.multitest import multipletests
 
-from ._validate import as_float, check_alpha, out
+from ._validate import as_float, out
 
-__all__ = ["HolmResult", "HolmSteps", "holm", "holm_steps", "alpha_slot", "familywise_error"]
-
-
-class HolmResult(NamedTuple):
-    """Holm step-down adjustment.
-
-    Attributes:
-        adjusted: Holm-adjusted p-values, same shape as the input. NaN where
-            the input p-value is NaN (a comparison that could not be tested
-            tonight); it still counts in the family, as p = 1 (DESIGN section 6:
-            leaving it out would make the adjustment less conservative).
-        reject: Boolean, adjusted <= alpha; False where the input is NaN.
-    """
-
-    adjusted: np.ndarray
-    reject: np.ndarray
-
-
-def holm(pvalues, alpha: float = 0.05) -> HolmResult:
-    """Holm (1979) step-down adjustment along the last axis; NaN counts as p = 1.
-
-    Each row (last axis) is one experiment's family of comparisons. NaN
-    entries (undefined tonight) are replaced by 1 before calling
-    ``statsmodels.stats.multitest.multipletests(method="holm")``, so they
-    count in the family size, and stay NaN in the output.
-
-    Args:
-        pvalues: Array of p-values in [0, 1] (or NaN), shape ``(m,)`` or
-            ``(..., m)``.
-        alpha: Family-wise error rate for ``reject``, in (0, 1).
-
-    Returns:
-        HolmResult with the input's shape.
-
-    Raises:
-        ValueError: alpha outside (0, 1), or a p-value outside [0, 1] or
-            infinite.
-
-    References:
-        Holm, S. (1979). A simple sequentially rejective multiple test
-        procedure. Scandinavian Journal of Statistics 6:65-70.
-    """
-    alpha = check_alpha(alpha)
-    p = as_float(pvalues)
-    if np.any(np.isinf(p)) or np.any((p < 0) | (p > 1)):
-        raise ValueError("p-values must lie in [0, 1] (NaN allowed)")
-    p2 = np.atleast_1d(p).reshape(-1, np.atleast_1d(p).shape[-1]) if p.size else np.atleast_1d(p).reshape(0, 0)
-    adj = np.full(p2.shape, np.nan)
-    rej = np.zeros(p2.shape, dtype=bool)
-    for i, row in enumerate(p2):
-        keep = ~np.isnan(row)
-        if row.size:
-            r, a, _, _ = multipletests(np.where(keep, row, 1.0), alpha=alpha, method="holm")
-            adj[i, keep] = a[keep]
-            rej[i, keep] = r[keep]
-    shape = p.shape
-    return HolmResult(out(adj.reshape(shape)), out(rej.reshape(shape), dtype=bool))
+__all__ = ["HolmSteps", "holm_steps", "alpha_slot"]
 
 
 class HolmSteps(NamedTuple):
@@ -109,7 +52,7 @@ def holm_steps(pvalues, groups, alpha) -> HolmSteps:
     """
     p = as_float(pvalues).ravel()
     g = np.asarray(groups).ravel()
-    a = np.broadcast_to(as_float(alpha), p.shape).astype(float)
+    a = np.broadcast_to(as_float(alpha), p.shape).astype(float)  # pragma: no mutate
     if g.shape != p.shape:
         raise ValueError("pvalues and groups must have the same length")
     if np.any(np.isinf(p)) or np.any((p < 0) | (p > 1)):
@@ -153,45 +96,25 @@ def holm_steps(pvalues, groups, alpha) -> HolmSteps:
     return HolmSteps(out_adj, out_level, out_rej, out_m)
 
 
-def alpha_slot(alpha: float, k_slots: int) -> float:
+def alpha_slot(alpha, k_slots: int) -> np.ndarray:
     """Alpha share of one experiment slot: ``alpha / K`` (Bonferroni across slots).
 
     Args:
-        alpha: Organization-level error budget per task type, in (0, 1).
+        alpha: Registered alpha of each experiment (any shape); a value outside (0, 1)
+            gives NaN (a registration the contract would have refused).
         k_slots: Number of concurrent experiment slots K (integer >= 1).
 
     Returns:
-        alpha / K as a float.
+        ``alpha / K``, same shape.
 
     Raises:
-        ValueError: alpha outside (0, 1) or K not a positive integer.
-    """
-    alpha = check_alpha(alpha)
-    if int(k_slots) != k_slots or k_slots < 1:
-        raise ValueError(f"k_slots must be a positive integer, got {k_slots!r}")
-    return alpha / int(k_slots)
-
-
-def familywise_error(alpha, m):
-    """Family-wise error of m independent tests each at level alpha: 1 - (1 - alpha)^m.
-
-    Args:
-        alpha: Per-test level in (0, 1) (array allowed).
-        m: Number of independent tests, >= 0 (array allowed).
-
-    Returns:
-        Probability of at least one false rejection under the global null.
-
-    Raises:
-        ValueError: alpha outside (0, 1) or m negative.
+        ValueError: K not a positive integer (a setting, never data).
 
     Examples:
-        >>> round(float(familywise_error(0.05, 8)), 3)
-        0.337
+        >>> float(alpha_slot(0.05, 4))
+        0.0125
     """
-    a, m_arr = as_float(alpha), as_float(m)
-    if np.any(~((a > 0) & (a < 1))):
-        raise ValueError("alpha must lie in (0, 1)")
-    if np.any(~(m_arr >= 0)):
-        raise ValueError("m must be non-negative")
-    return out(-np.expm1(m_arr * np.log1p(-a)))
+    if int(k_slots) != k_slots or k_slots < 1:
+        raise ValueError(f"k_slots must be a positive integer, got {k_slots!r}")
+    a = as_float(alpha)
+    return out(np.where((a > 0) & (a < 1), a / int(k_slots), np.nan))

@@ -1,12 +1,12 @@
-"""Power and feasibility for the test that decides: planned sample, MDE, power, days.
+"""Power and feasibility for the test that decides: planned sample and power reached.
 
 The decision is made by a confidence sequence (CS, see ``sequential``), looked at every
 night. Its power at a given sample is lower than a fixed-horizon z-test's, so the
 planned sample inflates the z-test sample by a factor ``R`` calibrated by simulation
-(``benchmarks/calibrate_cs_inflation.py``), by the design effect ``DE`` of clustered
-units and by ``1 / v`` for the expected share ``v`` of outcomes that are verified:
+(``benchmarks/calibrate_cs_inflation.py``) and by ``1 / v`` for the expected share ``v``
+of outcomes that are verified:
 
-    N_plan = max(min_samples, ceil(R * DE * n_fixed / v)).
+    N_plan = max(min_samples, ceil(R * n_fixed / v)).
 
 All sample sizes are per arm and refer to the control arm; the treatment arm is planned
 at ``allocation_ratio`` times the control arm. All functions broadcast over NumPy arrays
@@ -29,18 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-__all__ = [
-    "FALLBACK_TUNING_UNITS",
-    "R_DEFAULT",
-    "PlannedSample",
-    "DaysToSample",
-    "n_fixed",
-    "planned_sample",
-    "power_at",
-    "mde_at",
-    "days_to_sample",
-    "per_test_power",
-]
+__all__ = ["FALLBACK_TUNING_UNITS", "R_DEFAULT", "PlannedSample", "n_fixed", "planned_sample", "power_at", "per_test_power"]
 
 # Inflation of the fixed-horizon z-test sample that keeps the registered power at N_plan
 # for the CS decision. Calibrated by benchmarks/calibrate_cs_inflation.py (400 000
@@ -70,10 +59,9 @@ class PlannedSample(NamedTuple):
     Attributes:
         n_fixed: Fixed-horizon z-test sample for the control arm at the per-test power
             (units). NaN when not reachable.
-        n_plan: Planned control-arm sample ``max(min_samples, ceil(R DE n_fixed / v))``;
+        n_plan: Planned control-arm sample ``max(min_samples, ceil(R n_fixed / v))``;
             ``inf`` when not reachable (never NaN for a valid request shape).
         inflation: The factor R used.
-        design_effect: The design effect DE used.
         verified_share: The verified share v used.
         reachable: False when the MDE is zero/non-finite, the baseline or sd invalid,
             a binary baseline plus MDE leaves (0, 1), ``v`` is not in (0, 1], or alpha
@@ -84,24 +72,9 @@ class PlannedSample(NamedTuple):
     n_fixed: np.ndarray
     n_plan: np.ndarray
     inflation: np.ndarray
-    design_effect: np.ndarray
     verified_share: np.ndarray
     reachable: np.ndarray
     reason: np.ndarray
-
-
-class DaysToSample(NamedTuple):
-    """Days of traffic needed to reach a planned sample.
-
-    Attributes:
-        days: Whole days ``ceil(n_plan / (units_per_day * allocation_share))``; ``inf``
-            when there is no traffic to the arm or ``n_plan`` is infinite; NaN for NaN
-            input.
-        reachable: True when ``days`` is finite.
-    """
-
-    days: np.ndarray
-    reachable: np.ndarray
 
 
 def per_test_power(power: ArrayLike, n_guardrails: ArrayLike = 0) -> np.ndarray:
@@ -206,29 +179,27 @@ def planned_sample(
     baseline_sd: ArrayLike | None = None,
     metric: str = "binary",
     inflation: ArrayLike = R_DEFAULT,
-    design_effect: ArrayLike = 1.0,
     verified_share: ArrayLike = 1.0,
-    n_guardrails: ArrayLike = 0,
 ) -> PlannedSample:
     """Planned control-arm sample for the confidence-sequence decision.
 
-    ``N_plan = max(min_samples, ceil(R * DE * n_fixed / v))`` with ``n_fixed`` from
-    :func:`n_fixed` at the per-test power :func:`per_test_power` (``power`` split over
-    the primary and ``n_guardrails`` guardrails).
+    ``N_plan = max(min_samples, ceil(R * n_fixed / v))`` with ``n_fixed`` from
+    :func:`n_fixed`. The design effect of DESIGN section 6 is 1: the plan counts
+    randomization units and takes the sd of the per-unit value (per-user means for a
+    user-randomized experiment), which already carries the clustering.
 
     Args:
         baseline_mean: Registered control mean (binary: proportion).
         mde: Registered MDE, absolute, signed in the registered direction.
-        alpha: The experiment's alpha share (two-sided).
-        power: Registered power in (0, 1) for adopt (all hypotheses jointly).
+        alpha: The comparison's alpha (two-sided).
+        power: Power of this one test in (0, 1); where guardrails share the type II error
+            of ``adopt``, :func:`per_test_power` of the registered power.
         min_samples: Declared minimum units per arm.
         allocation_ratio: Treatment-to-control ratio of units.
         baseline_sd: Per-unit sd (continuous metrics).
         metric: ``"binary"`` or ``"continuous"``.
         inflation: R, the CS inflation (default :data:`R_DEFAULT`).
-        design_effect: DE >= 1 for clustered units (1 when unit = randomization unit).
         verified_share: Expected share v in (0, 1] of outcomes that are verified.
-        n_guardrails: Number of guardrails sharing the type II error.
 
     Returns:
         A :class:`PlannedSample`; unreachable requests carry ``reachable=False``,
@@ -242,12 +213,10 @@ def planned_sample(
     a = np.asarray(alpha, dtype=float)
     pw = np.asarray(power, dtype=float)
     v = np.asarray(verified_share, dtype=float)
-    de = np.asarray(design_effect, dtype=float)
     rr = np.asarray(inflation, dtype=float)
     ms = np.asarray(min_samples, dtype=float)
-    nf = n_fixed(base, d, a, per_test_power(pw, n_guardrails), allocation_ratio,
-                 baseline_sd, metric)
-    shape = np.broadcast_shapes(nf.shape, v.shape, de.shape, rr.shape, ms.shape)
+    nf = n_fixed(base, d, a, pw, allocation_ratio, baseline_sd, metric)
+    shape = np.broadcast_shapes(nf.shape, v.shape, rr.shape, ms.shape)
     reason = np.full(shape, "", dtype=object)
 
     def mark(cond, text):
@@ -258,7 +227,6 @@ def planned_sample(
     mark(~((a > 0) & (a < 1)), "alpha not in (0, 1)")
     mark(~((pw > 0) & (pw < 1)), "power not in (0, 1)")
     mark(~(np.isfinite(v) & (v > 0) & (v <= 1)), "verified share not in (0, 1]")
-    mark(~(np.isfinite(de) & (de > 0)), "design effect not positive and finite")
     mark(~(np.isfinite(rr) & (rr > 0)), "inflation not positive and finite")
     if metric == "binary":
         mark(~((base > 0) & (base < 1)), "baseline proportion not in (0, 1)")
@@ -269,24 +237,16 @@ def planned_sample(
     mark(~np.isfinite(nf), "sample size undefined (allocation ratio?)")
     reachable = reason == ""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        raw = np.ceil(rr * de * nf / v - 1e-9)
+        raw = np.ceil(rr * nf / v - 1e-9)
         n_plan = np.fmax(np.where(np.isfinite(ms), ms, 0.0), raw)
     n_plan = np.where(reachable, n_plan, np.inf)
     return PlannedSample(
         n_fixed=np.broadcast_to(np.where(reachable, nf, np.nan), shape).copy(),
         n_plan=np.broadcast_to(n_plan, shape).astype(float),
         inflation=np.broadcast_to(rr, shape).astype(float),
-        design_effect=np.broadcast_to(de, shape).astype(float),
         verified_share=np.broadcast_to(v, shape).astype(float),
         reachable=np.broadcast_to(reachable, shape).copy(),
         reason=reason,
-    )
-
-
-def _effective_n(n_per_arm, inflation, design_effect, verified_share):
-    n = np.asarray(n_per_arm, dtype=float)
-    return n * np.asarray(verified_share, float) / (
-        np.asarray(inflation, float) * np.asarray(design_effect, float)
     )
 
 
@@ -299,12 +259,11 @@ def power_at(
     baseline_sd: ArrayLike | None = None,
     metric: str = "binary",
     inflation: ArrayLike = R_DEFAULT,
-    design_effect: ArrayLike = 1.0,
     verified_share: ArrayLike = 1.0,
 ) -> np.ndarray:
     """Power reached for the registered MDE at a control-arm sample (never the observed effect).
 
-    The z-test power at the effective sample ``n v / (R DE)``:
+    The z-test power at the effective sample ``n v / R``:
     ``Phi(|mde|/se - z_{1-alpha/2}) + Phi(-|mde|/se - z_{1-alpha/2})``. With the default
     R this approximates the CS's power to adopt by ``n`` when the CS is tuned at ``n``
     (exact at the calibration settings); pass ``inflation=1`` for the fixed-horizon
@@ -319,7 +278,6 @@ def power_at(
         baseline_sd: Per-unit sd (continuous).
         metric: ``"binary"`` or ``"continuous"``.
         inflation: R (1 for the fixed-horizon test).
-        design_effect: DE.
         verified_share: v.
 
     Returns:
@@ -332,7 +290,7 @@ def power_at(
     d = np.abs(np.asarray(mde, dtype=float))
     a = np.asarray(alpha, dtype=float)
     r = np.asarray(allocation_ratio, dtype=float)
-    n_eff = _effective_n(n_per_arm, inflation, design_effect, verified_share)
+    n_eff = np.asarray(n_per_arm, dtype=float) * np.asarray(verified_share, float) / np.asarray(inflation, float)
     ok = ok & np.isfinite(d) & (a > 0) & (a < 1) & (r > 0) & (n_eff >= 0) & ~np.isnan(n_eff)
     with np.errstate(invalid="ignore", divide="ignore"):
         se = np.sqrt((var_c + var_t / r) / n_eff)
@@ -340,101 +298,3 @@ def power_at(
         pw = stats.norm.cdf(d / se - z) + stats.norm.cdf(-d / se - z)
         pw = np.where(n_eff == 0, 0.0, pw)
     return np.where(ok, pw, np.nan)
-
-
-def mde_at(
-    n_per_arm: ArrayLike,
-    baseline_mean: ArrayLike,
-    alpha: ArrayLike,
-    power: ArrayLike,
-    allocation_ratio: ArrayLike = 1.0,
-    baseline_sd: ArrayLike | None = None,
-    metric: str = "binary",
-    inflation: ArrayLike = R_DEFAULT,
-    design_effect: ArrayLike = 1.0,
-    verified_share: ArrayLike = 1.0,
-    direction: ArrayLike = 1,
-) -> np.ndarray:
-    """Smallest absolute effect reachable with the given power at a control-arm sample.
-
-    Inverts :func:`n_fixed` at the effective sample ``n v / (R DE)``. For binary
-    metrics the treatment variance depends on the effect, so the equation is solved by
-    vectorised bisection on ``(0, 1 - p)`` (increase) or ``(0, p)`` (decrease).
-
-    Args:
-        n_per_arm: Control-arm units.
-        baseline_mean: Control mean.
-        alpha: Two-sided level.
-        power: Target power.
-        allocation_ratio: Treatment-to-control ratio.
-        baseline_sd: Per-unit sd (continuous).
-        metric: ``"binary"`` or ``"continuous"``.
-        inflation: R.
-        design_effect: DE.
-        verified_share: v.
-        direction: +1 (increase) or -1 (decrease); matters for binary metrics only.
-
-    Returns:
-        The MDE as a positive absolute size; NaN when the inputs are invalid, ``n`` is
-        0, or (binary) no effect inside the unit interval reaches the power.
-
-    Raises:
-        ValueError: If ``metric`` is unknown.
-    """
-    if metric not in _METRICS:
-        raise ValueError(f"metric must be one of {_METRICS}, got {metric!r}")
-    n_eff = _effective_n(n_per_arm, inflation, design_effect, verified_share)
-    a = np.asarray(alpha, dtype=float)
-    pw = np.asarray(power, dtype=float)
-    r = np.asarray(allocation_ratio, dtype=float)
-    p = np.asarray(baseline_mean, dtype=float)
-    sgn = np.where(np.asarray(direction, dtype=float) < 0, -1.0, 1.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        z = stats.norm.ppf(1 - a / 2) + stats.norm.ppf(pw)
-        ok = np.isfinite(z) & (r > 0) & (n_eff > 0) & np.isfinite(n_eff)
-        if metric == "continuous":
-            sd = np.asarray(np.nan if baseline_sd is None else baseline_sd, dtype=float)
-            m = z * np.sqrt(sd**2 * (1 + 1 / r) / n_eff)
-            return np.where(ok & (sd > 0) & np.isfinite(sd), m, np.nan)
-        ok = ok & (p > 0) & (p < 1)
-        shape = np.broadcast_shapes(z.shape, n_eff.shape, r.shape, p.shape, sgn.shape)
-        upper = np.broadcast_to(np.where(sgn > 0, 1 - p, p), shape)
-        lo = np.zeros(shape)
-        hi = upper.copy()
-
-        def excess(m):  # > 0 when m is detectable
-            p2 = p + sgn * m
-            se = np.sqrt((p * (1 - p) + p2 * (1 - p2) / r) / n_eff)
-            return m - z * se
-
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            good = excess(mid) >= 0
-            hi = np.where(good, mid, hi)
-            lo = np.where(good, lo, mid)
-        found = ok & (excess(hi) >= -1e-12) & (hi < upper)
-    return np.where(found, hi, np.nan)
-
-
-def days_to_sample(
-    n_plan: ArrayLike, units_per_day: ArrayLike, allocation_share: ArrayLike
-) -> DaysToSample:
-    """Days of traffic for an arm to reach its planned sample.
-
-    Args:
-        n_plan: Planned units for the arm (control arm: ``PlannedSample.n_plan``).
-        units_per_day: Eligible units per day across all arms (organization traffic).
-        allocation_share: Share of units allocated to the arm, in [0, 1].
-
-    Returns:
-        A :class:`DaysToSample`; ``inf`` days and ``reachable=False`` when the arm gets
-        no traffic (or negative/non-finite traffic) or ``n_plan`` is infinite.
-    """
-    n = np.asarray(n_plan, dtype=float)
-    rate = np.asarray(units_per_day, dtype=float) * np.asarray(allocation_share, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        good_rate = np.isfinite(rate) & (rate > 0)
-        days = np.where(good_rate, np.ceil(n / np.where(good_rate, rate, 1.0) - 1e-9), np.inf)
-        days = np.where(np.isnan(n), np.nan, days)
-        days = np.where(n == 0, 0.0, days)
-    return DaysToSample(days=days, reachable=np.isfinite(days))

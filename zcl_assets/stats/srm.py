@@ -1,12 +1,19 @@
 """Sample ratio mismatch (SRM): is the observed split of units the planned one?
 
-``srm_chisquare`` is the fixed-horizon goodness-of-fit test (reported);
-``srm_sequential`` is the anytime-valid Dirichlet-multinomial test of
-Lindon and Malek (2022), safe to evaluate at every nightly look (decides
-``invalid`` in DESIGN section 6), with its prior tuned at the planned sample by
-:func:`tuned_concentration`; ``srm_constancy`` tests, when no allocation was
-declared, that the split stays the same across looks (it never fires on a split
-that is unequal but constant).
+Every function takes the grid arrays of the look: counts ``[experiment, night, (stratum,)
+arm]``, arms padded to the largest experiment (a padded arm has a NaN share or a false
+``arms`` entry) and ``epoch [experiment, night]`` (``stats.epochs``), and returns a
+p-value per experiment and night.
+
+* :func:`srm_sequential`: the anytime-valid Dirichlet-multinomial test of Lindon and Malek
+  (2022) against declared shares, safe to read at every nightly look (it decides
+  ``invalid`` in DESIGN section 6), its prior tuned at the planned sample by
+  :func:`tuned_concentration`; also the outcome-imbalance test (verified units against the
+  split assigned).
+* :func:`srm_constancy`: when no allocation was declared, the anytime-valid test that the
+  split stays the same across looks (it never fires on a split that is unequal but
+  constant), with the chi-square test of homogeneity of the nightly arrivals beside it.
+* :func:`srm_chisquare`: the fixed-horizon goodness-of-fit test (reported, never deciding).
 
 Level: the tests fire at ``SRM_ALPHA = 0.01``. Why 0.01 and not the 0.001 that Kohavi,
 Tang and Xu (2020) recommend: their 0.001 is for one fixed-horizon chi-square read once.
@@ -16,6 +23,9 @@ it fires at ``N*`` when the single-look chi-square statistic exceeds
 12.76 at alpha 0.01, i.e. a single-look p of 3.5e-4, stricter than Kohavi's 0.001. Its
 false-alarm probability over every look, for ever, is at most 1%. At 0.001 it could not
 detect a 52/48 split of 10,000 units (chi-square p 6e-5) at any tuning.
+
+The one-look-at-a-time forms of these tests, straight from their papers, are the oracles
+of ``tests/stats/srm_reference.py``.
 """
 
 from __future__ import annotations
@@ -23,27 +33,30 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
-from scipy.special import gammaln
+from scipy import special
 
-from ._validate import as_float, check_alpha, check_nonnegative, out
+from ._validate import as_float, check_alpha, out
+from .epochs import epoch_start, running_pvalue, within_epoch
 
 __all__ = [
     "SRM_ALPHA",
-    "ChiSquareGOFResult",
-    "SequentialSRMResult",
-    "srm_chisquare",
-    "srm_constancy",
-    "srm_sequential",
+    "DEFAULT_PRIOR_CONCENTRATION",
+    "CONSTANCY_WINDOW",
+    "ConstancyResult",
     "tuned_concentration",
+    "srm_sequential",
+    "srm_constancy",
+    "srm_chisquare",
 ]
 
 SRM_ALPHA = 0.01
 """Level of the sequential allocation tests (see the module docstring for why)."""
 
 DEFAULT_PRIOR_CONCENTRATION = 100.0
-"""Fallback Dirichlet prior ``alpha = 100 * shares`` when no planned sample is known;
-the pipeline tunes it with :func:`tuned_concentration`."""
+"""Dirichlet prior mass ``alpha = 100 * shares`` where no planned sample is known."""
+
+CONSTANCY_WINDOW = 7
+"""Looks (nights) of recent history that predict the next split in :func:`srm_constancy`."""
 
 
 def tuned_concentration(n_star, alpha: float = SRM_ALPHA) -> np.ndarray:
@@ -83,157 +96,72 @@ def tuned_concentration(n_star, alpha: float = SRM_ALPHA) -> np.ndarray:
         return out(np.where(np.isfinite(n) & (n > 0), c, DEFAULT_PRIOR_CONCENTRATION))
 
 
-class ChiSquareGOFResult(NamedTuple):
-    """Chi-square goodness of fit of counts to planned shares.
+def _log_bayes_factor(x: np.ndarray, theta: np.ndarray, conc: np.ndarray) -> np.ndarray:
+    """Log Dirichlet-multinomial Bayes factor over the last axis; arms with NaN share left out.
 
-    Attributes:
-        statistic: Pearson chi-square with k - 1 df, shape ``counts.shape[:-1]``.
-        pvalue: Upper-tail p-value. Both NaN when a row has no units or a
-            count is NaN/inf.
+    ``log BF = log B(alpha + x) - log B(alpha) - sum_i x_i log theta_i`` with
+    ``alpha = conc * theta`` and ``B(a) = prod Gamma(a_i) / Gamma(sum a_i)`` (the multinomial
+    coefficient cancels).
     """
-
-    statistic: np.ndarray
-    pvalue: np.ndarray
-
-
-class SequentialSRMResult(NamedTuple):
-    """Anytime-valid SRM test.
-
-    Attributes:
-        bayes_factor: Dirichlet-multinomial Bayes factor against the planned
-            shares at each look (1 with no units). NaN if a count is NaN/inf.
-        pvalue: Anytime-valid p-value ``min(1, 1/BF)``, running minimum over
-            looks when ``looks_axis`` is given. Rejecting when it falls below
-            alpha, at any look, keeps the false-alarm rate below alpha.
-            NaN where ``bayes_factor`` is NaN (and at all later looks).
-    """
-
-    bayes_factor: np.ndarray
-    pvalue: np.ndarray
+    shape = np.broadcast_shapes(x.shape, theta.shape)
+    arm = np.broadcast_to(~np.isnan(theta), shape)
+    th = np.broadcast_to(theta, shape)[arm]
+    xx = np.broadcast_to(x, shape)[arm]
+    a = np.broadcast_to(np.asarray(conc)[..., None], shape)[arm] * th
+    term = np.zeros(shape)
+    with np.errstate(divide="ignore", invalid="ignore"):  # only arms that exist (no padding)
+        term[arm] = special.gammaln(a + xx) - special.gammaln(a) - xx * np.log(th)
+    n = np.where(arm, np.broadcast_to(x, shape), 0.0).sum(axis=-1)
+    conc = np.broadcast_to(conc, n.shape)
+    return term.sum(axis=-1) - (special.gammaln(conc + n) - special.gammaln(conc))
 
 
-def _shares(shares, k):
-    s = as_float(shares)
-    if s.shape[-1:] != (k,):
-        raise ValueError(f"shares must have last dimension {k}")
-    if np.any(~np.isfinite(s)) or np.any(s <= 0):
-        raise ValueError("shares must be finite and positive")
-    return s / s.sum(axis=-1, keepdims=True)
+def srm_sequential(counts: np.ndarray, shares: np.ndarray, concentration: np.ndarray, epoch: np.ndarray,
+                   counted: np.ndarray) -> np.ndarray:
+    """Anytime-valid SRM test (Lindon and Malek 2022), Dirichlet-multinomial, along the nights.
 
-
-def srm_chisquare(counts, shares) -> ChiSquareGOFResult:
-    """Chi-square goodness-of-fit test of observed arm counts to planned shares.
-
-    ``scipy.stats.chisquare(counts, total * shares, axis=-1)``; any number of
-    arms and unequal allocations.
+    Under H0 the arm of each unit is multinomial with the planned shares ``theta0``. The
+    alternative puts a Dirichlet(``c theta0``) prior on the shares. The Bayes factor of
+    the cumulative counts of a stratum is a nonnegative martingale under H0; the strata
+    of an epoch are independent, so their product is one too, and by Ville's inequality
+    ``p = min(1, 1 / max BF so far)`` within the epoch is an anytime-valid p-value.
 
     Args:
-        counts: Units per arm, shape ``(..., k)``, k >= 2.
-        shares: Planned allocation, shape ``(k,)`` or broadcastable to
-            ``counts``; positive, normalised to sum 1 here.
+        counts: ``[E, D, S, K]`` cumulative units per stratum and arm at each night.
+        shares: Shares broadcastable to ``counts`` (normalised per stratum; NaN: the arm
+            does not exist).
+        concentration: Prior mass ``c`` broadcastable to ``[E, D, S]``
+            (:func:`tuned_concentration` of the planned sample).
+        epoch: ``[E, D]`` epochs (``stats.epochs``).
+        counted: ``[E, D, S]`` strata whose evidence counts at that night (those of the
+            night's epoch).
 
     Returns:
-        ChiSquareGOFResult of shape ``counts.shape[:-1]``.
-
-    Raises:
-        ValueError: negative counts, k < 2, or non-positive shares.
+        ``[E, D]`` p-values (1 before any evidence).
 
     References:
-        Kohavi, Tang, Xu (2020), Trustworthy Online Controlled Experiments,
-        ch. 21 (sample ratio mismatch).
+        Lindon, M. and Malek, A. (2022). Anytime-valid inference for multinomial count
+        data. NeurIPS 35.
     """
-    c = as_float(counts)
-    if c.ndim < 1 or c.shape[-1] < 2:
-        raise ValueError("counts must have shape (..., k) with k >= 2")
-    check_nonnegative("counts", c)
-    s = _shares(shares, c.shape[-1])
-    c, s = np.broadcast_arrays(c, s)
-    total = c.sum(axis=-1, keepdims=True)
-    ok = np.isfinite(total) & (total > 0)
-    safe_c = np.where(ok, c, s)  # placeholder rows give a finite dummy result
-    res = stats.chisquare(safe_c, safe_c.sum(axis=-1, keepdims=True) * s, axis=-1)
-    ok = ok[..., 0]
-    return ChiSquareGOFResult(out(np.where(ok, res.statistic, np.nan)), out(np.where(ok, res.pvalue, np.nan)))
+    log_bf = np.where(counted, _log_bayes_factor(counts, shares, concentration), 0.0).sum(axis=2)
+    return running_pvalue(log_bf, epoch)
 
 
-def srm_sequential(
-    counts, shares, prior_concentration=DEFAULT_PRIOR_CONCENTRATION, looks_axis: int | None = None
-) -> SequentialSRMResult:
-    """Anytime-valid SRM test (Lindon and Malek 2022), Dirichlet-multinomial.
+class ConstancyResult(NamedTuple):
+    """The constancy test of an undeclared split, per experiment and night.
 
-    Under H0 the arm of each unit is multinomial with the planned shares
-    ``theta0``. The alternative puts a Dirichlet(``alpha``) prior on the
-    shares, ``alpha = prior_concentration * theta0``. The Bayes factor after
-    cumulative counts ``x`` is, in closed form (the multinomial coefficient
-    cancels),
-
-        log BF = log B(alpha + x) - log B(alpha) - sum_i x_i log theta0_i,
-
-    with ``B(a) = prod Gamma(a_i) / Gamma(sum a_i)``. BF is a nonnegative
-    martingale under H0, so by Ville's inequality ``p = min(1, 1/BF)``
-    (running minimum over looks) is an anytime-valid p-value.
-
-    Args:
-        counts: Cumulative units per arm, shape ``(..., k)``. With
-            ``looks_axis`` set, one axis indexes successive looks (cumulative
-            counts at each look, in time order).
-        shares: Planned allocation, shape ``(k,)`` or broadcastable; positive,
-            normalised here.
-        prior_concentration: Total Dirichlet prior mass (> 0), a scalar or an array
-            broadcastable to ``counts.shape[:-1]`` (one per row); default 100, the
-            pipeline passes :func:`tuned_concentration` of the planned sample.
-        looks_axis: Axis of ``counts`` (not the last) that indexes looks; the
-            p-value is then the running minimum along it. None: each row is
-            a single look.
-
-    Returns:
-        SequentialSRMResult of shape ``counts.shape[:-1]``.
-
-    Raises:
-        ValueError: negative counts, non-positive shares or concentration,
-            k < 2, or ``looks_axis`` pointing at the arm axis.
-
-    References:
-        Lindon, M. and Malek, A. (2022). Anytime-valid inference for
-        multinomial count data. NeurIPS 35.
+    Attributes:
+        pvalue: ``[E, D]`` anytime-valid p-value of the universal-inference e-process.
+        chisquare_p: ``[E, D]`` fixed-horizon chi-square test of homogeneity of the
+            epoch's nightly arrivals across arms (nights with units as rows); NaN with
+            fewer than two such nights.
     """
-    c = as_float(counts)
-    if c.ndim < 1 or c.shape[-1] < 2:
-        raise ValueError("counts must have shape (..., k) with k >= 2")
-    check_nonnegative("counts", c)
-    conc = as_float(prior_concentration)
-    if not np.all((conc > 0) & np.isfinite(conc)):
-        raise ValueError("prior_concentration must be positive and finite")
-    s = _shares(shares, c.shape[-1])
-    c, s = np.broadcast_arrays(c, s)
-    a = conc[..., None] * s
-    finite = np.all(np.isfinite(c), axis=-1)
-    cc = np.where(np.isfinite(c), c, 0.0)
 
-    def log_b(v):
-        return np.sum(gammaln(v), axis=-1) - gammaln(np.sum(v, axis=-1))
-
-    log_bf = log_b(a + cc) - log_b(a) - np.sum(cc * np.log(s), axis=-1)
-    log_bf = np.where(finite, log_bf, np.nan)
-    with np.errstate(over="ignore"):  # a decisive mismatch overflows to an infinite factor
-        bf = np.exp(log_bf)
-        p = np.minimum(1.0, np.exp(-log_bf))
-    if looks_axis is not None:
-        ax = looks_axis % c.ndim
-        if ax == c.ndim - 1:
-            raise ValueError("looks_axis must not be the arm axis")
-        p = np.fmin.accumulate(np.where(np.isnan(p), np.inf, p), axis=ax)
-        # once a look is NaN, later running minima are not trustworthy
-        bad = np.logical_or.accumulate(np.isnan(log_bf), axis=ax)
-        p = np.where(bad, np.nan, p)
-    return SequentialSRMResult(out(bf), out(p))
+    pvalue: np.ndarray
+    chisquare_p: np.ndarray
 
 
-CONSTANCY_WINDOW = 7
-"""Looks (nights) of recent history that predict the next split in :func:`srm_constancy`."""
-
-
-def srm_constancy(counts, window: int = CONSTANCY_WINDOW, looks_axis: int = -2) -> SequentialSRMResult:
+def srm_constancy(cum: np.ndarray, arms: np.ndarray, epoch: np.ndarray, window: int = CONSTANCY_WINDOW) -> ConstancyResult:
     """Anytime-valid test that an undeclared split stays constant across looks.
 
     When the allocation was never declared (aggregate exports such as the ASOS data), the
@@ -250,63 +178,86 @@ def srm_constancy(counts, window: int = CONSTANCY_WINDOW, looks_axis: int = -2) 
     ``theta``, so ``E_t`` is bounded by a test martingale under every constant split, and
     ``p_t = min(1, 1 / max_{s <= t} E_s)`` is anytime valid. A split that is unequal by
     design but constant does not fire; after a change the recent split predicts the new
-    arrivals better than any single split does, and ``E_t`` grows. The first look only
-    seeds the prediction. Multinomial coefficients cancel.
+    arrivals better than any single split does, and ``E_t`` grows. The first look of an
+    epoch only seeds the prediction. Multinomial coefficients cancel.
 
     Args:
-        counts: Cumulative units per arm at successive looks, shape ``(..., looks, k)``;
-            a decrease between looks counts as no new units.
-        window: Looks of history behind each prediction (>= 1); one week of nightly looks
-            by default (simulation in the tests: a 30/70 split moving to 27/73 with 2,000
+        cum: ``[E, D, K]`` cumulative units per arm at each night (a decrease counts as no
+            new units; a night without a look carries the counts over).
+        arms: ``[E, K]`` the arm exists (the rest is padding).
+        epoch: ``[E, D]`` epochs (``stats.epochs``).
+        window: Looks of history behind each prediction; one week of nightly looks by
+            default (simulation in the tests: a 30/70 split moving to 27/73 with 2,000
             units a night is detected within 20 nights in 99.9% of runs, a constant split
             fires in under 0.1%).
-        looks_axis: Axis of ``counts`` (not the last) that indexes looks.
 
     Returns:
-        :class:`SequentialSRMResult` of shape ``counts.shape[:-1]``: ``bayes_factor`` holds
-        ``E_t`` and ``pvalue`` the running anytime-valid p-value. NaN counts give NaN
-        at that look and after.
-
-    Raises:
-        ValueError: negative counts, k < 2, ``looks_axis`` on the arm axis, or
-            ``window < 1``.
+        :class:`ConstancyResult`.
 
     References:
         Wasserman, L., Ramdas, A. and Balakrishnan, S. (2020). Universal inference. PNAS
         117:16880-16890. Lindon, M. and Malek, A. (2022). Anytime-valid inference for
         multinomial count data. NeurIPS 35.
     """
-    c = as_float(counts)
-    if c.ndim < 2 or c.shape[-1] < 2:
-        raise ValueError("counts must have shape (..., looks, k) with k >= 2")
-    check_nonnegative("counts", c)
-    if int(window) != window or window < 1:
-        raise ValueError(f"window must be a positive integer, got {window!r}")
-    ax = looks_axis % c.ndim
-    if ax == c.ndim - 1:
-        raise ValueError("looks_axis must not be the arm axis")
-    c = np.moveaxis(c, ax, -2)
-    k = c.shape[-1]
-    n_looks = c.shape[-2]
-    bad = np.logical_or.accumulate(~np.all(np.isfinite(c), axis=-1), axis=-1)
-    cum = np.maximum.accumulate(np.where(np.isfinite(c), c, 0.0), axis=-2)
-    before = np.concatenate([np.zeros_like(cum[..., :1, :]), cum], axis=-2)  # before[p]: up to look p-1
-    idx = np.arange(n_looks)
-    prev = before[..., idx, :]
-    recent = prev - before[..., np.maximum(idx - int(window), 0), :]
+    n_nights = cum.shape[1]
+    n_arms = arms.sum(axis=1)
+    night = np.arange(n_nights)[None, :]
+    start = epoch_start(epoch)  # [E, D]
+    mask = arms[:, None, :]
+    cum = np.where(mask, np.maximum.accumulate(cum, axis=1), 0.0)
+
+    def at(offset):  # cumulative counts `offset` nights back, 0 before the epoch
+        back = night - offset
+        inside = back >= start
+        idx = np.clip(back, 0, n_nights - 1)
+        val = np.take_along_axis(cum, np.broadcast_to(idx[..., None], cum.shape), axis=1)
+        return np.where(inside[..., None], val, 0.0)
+
+    prev, old = at(1), at(window + 1)
     arrived = cum - prev
-    theta = (recent + 0.5) / (recent.sum(axis=-1, keepdims=True) + 0.5 * k)
-    log_num = np.sum(arrived * np.log(theta), axis=-1)
-    log_num[..., 0] = 0.0  # the first look only seeds the prediction
-    log_num = np.cumsum(log_num, axis=-1)
-    rest = cum - cum[..., :1, :]
-    total = rest.sum(axis=-1, keepdims=True)
+    recent = prev - old
+    k = n_arms[:, None, None].astype(float)
+    theta = (recent + 0.5) / (recent.sum(axis=2, keepdims=True) + 0.5 * k)
+    first_night = night == start
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_mle = np.sum(np.where(rest > 0, rest * np.log(rest / total), 0.0), axis=-1)
-    log_e = np.where(bad, np.nan, log_num - log_mle)
-    with np.errstate(over="ignore"):
-        e = np.exp(log_e)
-        # log_e is NaN only from the first look with NaN counts on, where p is NaN anyway
-        running = np.fmax.accumulate(log_e, axis=-1)
-        p = np.where(bad, np.nan, np.minimum(1.0, np.exp(-running)))
-    return SequentialSRMResult(out(np.moveaxis(e, -1, ax)), out(np.moveaxis(p, -1, ax)))
+        num = np.where(mask & ~first_night[..., None], arrived * np.log(theta), 0.0).sum(axis=2)
+    num = within_epoch(np.add, num, epoch, 0.0)
+    seed = np.take_along_axis(cum, np.broadcast_to(start[..., None], cum.shape), axis=1)
+    rest = cum - seed
+    rest_total = rest.sum(axis=2, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mle = np.where(rest > 0, rest * np.log(rest / rest_total), 0.0).sum(axis=2)
+        p = running_pvalue(num - mle, epoch)
+        look_total = arrived.sum(axis=2, keepdims=True)
+        sq = within_epoch(np.add, np.where(look_total > 0, arrived**2 / look_total, 0.0), epoch, 0.0)
+        ratio = np.where(cum > 0, sq / cum, 0.0).sum(axis=2)
+    total = cum.sum(axis=2)
+    chi = total * ratio - total
+    nights_with_units = within_epoch(np.add, (look_total[..., 0] > 0).astype(float), epoch, 0.0)
+    df = (n_arms[:, None] - 1) * (nights_with_units - 1)
+    chi_p = np.where(df > 0, special.chdtrc(np.maximum(df, 1), np.maximum(chi, 0.0)), np.nan)
+    return ConstancyResult(p, chi_p)
+
+
+def srm_chisquare(observed: np.ndarray, expected: np.ndarray, arms: np.ndarray) -> np.ndarray:
+    """Pearson's chi-square goodness of fit of observed to expected units, over the last axis.
+
+    ``X^2 = sum_i (o_i - e_i)^2 / e_i`` over the arms that exist (an arm expected to get no
+    units adds nothing), ``k - 1`` degrees of freedom for ``k`` arms.
+
+    Args:
+        observed: ``[..., K]`` units per arm.
+        expected: ``[..., K]`` units the declared shares expect (strata summed).
+        arms: ``[..., K]`` the arm exists.
+
+    Returns:
+        ``[...]`` p-values; NaN where no unit was observed.
+
+    References:
+        Kohavi, Tang, Xu (2020), Trustworthy Online Controlled Experiments, ch. 21 (sample
+        ratio mismatch); ``scipy.stats.chisquare`` (the same statistic).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        chi = np.where(arms & (expected > 0), (observed - expected) ** 2 / expected, 0.0).sum(axis=-1)
+    df = np.maximum(arms.sum(axis=-1) - 1, 1)
+    return np.where(observed.sum(axis=-1) > 0, special.chdtrc(df, chi), np.nan)

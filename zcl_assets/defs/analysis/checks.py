@@ -41,7 +41,7 @@ SRM_EXAMPLE_COLUMNS = (
 def sample_ratio(context: dg.AssetCheckExecutionContext, warehouse: Warehouse) -> dg.AssetCheckResult:
     as_of = materialized_look(context.instance)
     with warehouse.connect() as con:
-        rows = con.execute(load_sql("find_srm_comparisons"), {"threshold": SRM_ALPHA, "as_of": as_of}).fetchall()
+        rows = con.execute(load_sql("find_srm_comparisons"), {"as_of": as_of}).fetchall()
     examples = [
         dg.TableRecord({c.name: v for c, v in zip(SRM_EXAMPLE_COLUMNS, row)}) for row in rows[:20]
     ]

@@ -1,0 +1,117 @@
+"""The last step of the look (table.py): the rows, and every reason in words with its figures."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import pytest
+
+from tests.analysis.looks import DAY0, NIGHT, binary, binary_cs, continuous, halfwidth, look, registration, row, sig
+
+
+def test_every_template_of_the_reason_in_words_with_its_figures():
+    # Each reason written out in full; its figures from the reference formulas of this file.
+    reg = registration("w", ["control", "treatment"], min_samples_per_arm=10)
+    cs = "the 98.75% confidence sequence [{}, {}]"
+    padj = "Holm-adjusted anytime-valid p = {} against alpha share 0.0125"
+
+    def reason(figures, night=NIGHT, **kw):
+        return row(look([reg], figures, night, **kw), night)["decision_reason"]
+
+    # reject: 2,000 / 5,000 against 2,500 / 5,000
+    lo, hi, p, plan = binary_cs(2000, 5000, 2500, 5000)
+    assert plan == 3839
+    assert reason([binary("w", "control", NIGHT, 5000, 2500), binary("w", "treatment", NIGHT, 5000, 2000)]) == (
+        f"{cs.format(sig(lo), sig(hi))} lies entirely on the harmful side of zero ({padj.format(sig(p, 3))})")
+    # adopt, no guardrails
+    lo, hi, p, _ = binary_cs(2800, 5000, 2500, 5000)
+    assert reason([binary("w", "control", NIGHT, 5000, 2500), binary("w", "treatment", NIGHT, 5000, 2800)]) == (
+        f"{cs.format(sig(lo), sig(hi))} lies entirely on the beneficial side of zero ({padj.format(sig(p, 3))})")
+    # no effect: 6,000 a side is past the planned 3,839, the CS inside (-0.05, 0.05)
+    lo, hi, _, _ = binary_cs(3030, 6000, 3000, 6000)
+    assert reason([binary("w", "control", NIGHT, 6000, 3000), binary("w", "treatment", NIGHT, 6000, 3030)]) == (
+        f"planned sample reached; {cs.format(sig(lo), sig(hi))} lies inside (-MDE, +MDE) = (-0.05, 0.05)")
+    # inconclusive: past the plan, the CS includes zero and reaches beyond the MDE
+    lo, hi, _, _ = binary_cs(2120, 4000, 2000, 4000)
+    assert lo < 0 < 0.05 < hi
+    assert reason([binary("w", "control", NIGHT, 4000, 2000), binary("w", "treatment", NIGHT, 4000, 2120)]) == (
+        f"planned sample reached; {cs.format(sig(lo), sig(hi))} neither excludes zero nor lies inside (-0.05, 0.05)")
+    # collecting: 3,700 of 3,839 a side after 21 days (176.2 a day: 139 / 176.2 -> 1 more day)
+    lo, hi, _, _ = binary_cs(1930, 3700, 1850, 3700)
+    assert reason([binary("w", "control", NIGHT, 3700, 1850), binary("w", "treatment", NIGHT, 3700, 1930)]) == (
+        f"collecting: 96% of the planned sample, about 1 more days at the current traffic; "
+        f"{cs.format(sig(lo), sig(hi))} includes zero")
+    # burn-in: day 3 of the first assignment, 4.0 days since it at the end of the night
+    day3 = DAY0 + dt.timedelta(days=3)
+    assert reason([binary("w", "control", day3, 500, 250), binary("w", "treatment", day3, 430, 300)], day3) == (
+        "burn-in: fewer than 7 days since first assignment (units 500 / 430; 4.0 days since the first assignment)")
+    # invalid since the drift day, sticky
+    drift = [{"experiment_id": "w", "epoch": 0, "drift_day": DAY0 + dt.timedelta(days=5)}]
+    assert reason([binary("w", "control", NIGHT, 3000, 1500), binary("w", "treatment", NIGHT, 3000, 1560)],
+                  drift=drift) == (
+        "invalid since 2026-10-06: the control arm's context digest drifted (sticky until a reopened event)")
+    # a guardrail: tokens may rise by at most 500 (its CS read at the comparison's alpha, 0.0125,
+    # on the same tuning); shown non-inferior, adopt; harmed, adopt is held and says why. The
+    # plan splits the type II error over the primary and the guardrail: power 1 - 0.2 / 2 each.
+    guard = registration("w", ["control", "treatment"], min_samples_per_arm=10,
+                         guardrails='[{"metric": "tokens", "direction": "decrease", "margin": 500.0}]')
+    lo, hi, p, plan = binary_cs(2800, 5000, 2500, 5000, power=0.9)
+    primary = [binary("w", "control", NIGHT, 5000, 2500), binary("w", "treatment", NIGHT, 5000, 2800)]
+    rho2 = (-2 * math.log(0.0125) + math.log(1 - 2 * math.log(0.0125))) / (2 * plan)
+    for sd, mean_t, words in ((600.0, 15010.0, "non-inferior (CS lower end {} in the beneficial direction is above -500.0)"),
+                              (6000.0, 16500.0, "not shown non-inferior (CS lower end {} in the beneficial direction, "
+                                                "margin -500.0)")):
+        tokens = [continuous("w", "control", NIGHT, 5000, 15000.0, sd**2, metric="tokens"),
+                  continuous("w", "treatment", NIGHT, 5000, mean_t, sd**2, metric="tokens")]
+        g_hi = mean_t - 15000.0 + halfwidth(10000 * 2 * sd**2 / 5000, 10000, rho2, 0.0125)
+        status = "tokens: " + words.format(sig(-g_hi))
+        got = row(look([guard], primary + tokens, NIGHT), NIGHT, role="primary")["decision_reason"]
+        if sd == 600.0:
+            assert got == (f"{cs.format(sig(lo), sig(hi))} lies entirely on the beneficial side of zero "
+                           f"({padj.format(sig(p, 3))}); guardrails: {status}")
+        else:
+            assert got == (f"{cs.format(sig(lo), sig(hi))} is on the beneficial side of zero "
+                           f"({padj.format(sig(p, 3))}), but adopt is held by guardrail tokens: {status}")
+
+
+def test_the_invalid_reason_names_every_signal_that_fired_with_its_figures():
+    # The p-values are those of the stats tests (tests/stats/test_srm.py, test_monitoring.py);
+    # here the words: every signal of the epoch, in a fixed order, each with its figures.
+    reg = registration("v1", ["control", "treatment"], min_samples_per_arm=10)
+    figures = [binary("v1", "control", NIGHT, 3000, 1500), binary("v1", "treatment", NIGHT, 3000, 1560)]
+    violations = [{"experiment_id": "v1", "epoch": 0, "day": DAY0 + dt.timedelta(days=k), "bad": 40, "total": 400}
+                  for k in range(10)]  # 10% of the rows, every day from the first
+    drift = [{"experiment_id": "v1", "epoch": 0, "drift_day": DAY0 + dt.timedelta(days=5)}]
+    r = row(look([reg], figures, NIGHT, violations=violations, drift=drift), NIGHT)
+    assert r["contract_violation_share"] == pytest.approx(0.10)
+    assert r["decision_reason"] == (
+        "invalid since 2026-10-01: the control arm's context digest drifted; contract violations exceed 5% of its "
+        f"rows (10.0% quarantined, p = {sig(r['contract_violation_p'], 3)}) (sticky until a reopened event)")
+    # 4,800 / 5,200 on a 50/50 design
+    reg = registration("srm", ["control", "treatment"], mde=0.05, min_samples_per_arm=10)
+    r = row(look([reg], [binary("srm", "control", NIGHT, 4800, 2400), binary("srm", "treatment", NIGHT, 5200, 2600)],
+                 NIGHT), NIGHT)
+    assert r["srm_sequential_p"] < 0.01
+    assert r["decision_reason"] == (f"invalid since {r['invalid_since']}: sequential SRM fired "
+                                    f"(p = {sig(r['srm_sequential_p'], 3)} < 0.01) (sticky until a reopened event)")
+
+
+def test_a_guardrail_row_carries_no_decision_status_or_invalid_spell_of_its_own():
+    # The decision, the guardrail status and the invalid spell belong to the primary row (the
+    # report prints a row's guardrail status after it); the drift on day 5 makes the experiment
+    # invalid from that night on.
+    guard = '[{"metric": "tokens", "direction": "decrease", "margin": 500.0}]'
+    reg = registration("g2", ["control", "treatment"], guardrails=guard, min_samples_per_arm=10)
+    figures = [binary("g2", "control", NIGHT, 5000, 2500), binary("g2", "treatment", NIGHT, 5000, 2800),
+               continuous("g2", "control", NIGHT, 5000, 15000.0, 600.0**2, metric="tokens"),
+               continuous("g2", "treatment", NIGHT, 5000, 15010.0, 600.0**2, metric="tokens")]
+    drift = [{"experiment_id": "g2", "epoch": 0, "drift_day": DAY0 + dt.timedelta(days=5)}]
+    out = look([reg], figures, NIGHT, drift=drift)
+    p, g = row(out, NIGHT, role="primary"), row(out, NIGHT, role="guardrail")
+    assert p["decision"] == "invalid" and p["invalid_since"] == DAY0 + dt.timedelta(days=5)
+    assert p["guardrail_status"].startswith("tokens: non-inferior")
+    keys = ("decision", "decision_rule", "decision_reason", "guardrail_status", "invalid_since", "power_at_mde")
+    assert {k: g[k] for k in keys} == dict.fromkeys(keys)
+    assert p["decision_reason"].startswith("invalid since 2026-10-06")
+
