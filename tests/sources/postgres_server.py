@@ -70,8 +70,11 @@ def start_server() -> str:
         done = subprocess.run(step, capture_output=True, text=True, cwd=folder)
         if done.returncode:
             raise RuntimeError(f"{Path(step[len(as_user)]).name} failed: {(done.stderr or done.stdout).strip()[-400:]}")
-    atexit.register(lambda: subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
-                                           capture_output=True, cwd=folder))
+    def stop() -> None:
+        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True, cwd=folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+    atexit.register(stop)
     return f"postgresql://postgres@127.0.0.1:{port}/postgres"
 
 

@@ -341,11 +341,19 @@ def _session_ids(base: pl.DataFrame, experiment_id: str) -> pl.Series:
 def check_registration(registration: dict) -> None:
     """Raise ``ValueError`` with every reason when the landing contract refuses ``registration``
     (a record of :func:`registration_record`, its JSON fields as text)."""
-    as_landed = {**registration, **{k: json.loads(registration[k]) for k in ("arms", "guardrails", "metric_caps")
-                                    if registration.get(k) is not None}}
-    problems = check_records("experiments", [as_landed])[0]
-    if problems:
-        raise ValueError("the registration breaks the contract: " + "; ".join(f"{r}: {why}" for r, why in problems))
+    problem = registration_problems([registration])[0]
+    if problem:
+        raise ValueError(problem)
+
+
+def registration_problems(registrations: list[dict]) -> list[str | None]:
+    """Per record of :func:`registration_record`, why the landing contract refuses it (None: it does
+    not), checked in one pass."""
+    as_landed = [{**r, **{k: json.loads(r[k]) for k in ("arms", "guardrails", "metric_caps") if r.get(k) is not None}}
+                 for r in registrations]
+    found = check_records("experiments", as_landed) if as_landed else []
+    return [("the registration breaks the contract: " + "; ".join(f"{r}: {why}" for r, why in problems)) if problems else None
+            for problems in found]
 
 
 def registration_record(o: AbExportOptions, src: Path, arms: list[str], registered_at: _dt.datetime,
@@ -385,4 +393,5 @@ def _payload(o: AbExportOptions, arm: str, payloads: Mapping[str, object] | None
     return {"delivered_value": o.variant_map[arm]} if arm in o.variant_map else {}
 
 
-__all__ = ["AbExportOptions", "AbExportSummary", "check_registration", "import_ab_export", "registration_record"]
+__all__ = ["AbExportOptions", "AbExportSummary", "check_registration", "import_ab_export", "registration_problems",
+           "registration_record"]

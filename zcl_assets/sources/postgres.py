@@ -28,6 +28,9 @@ TIME_COLUMNS: dict[str, str] = {"sessions": "started_at", "assignments": "assign
 """The event time of each streamed table: its watermark, and the UTC day its rows land in."""
 EPOCH = _dt.datetime(1, 1, 1, tzinfo=_dt.timezone.utc)
 """The lower bound of a reconciling read: every row."""
+BATCH_BYTES = 16 * 1024 * 1024
+"""The size of one Arrow batch the driver hands over (its own default): memory per table read
+is one UTC day of rows plus one batch."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,8 @@ def fingerprints(cur, config: SourceConfig, role: str, since: _dt.datetime = EPO
     return {day: DayFingerprint(int(n), str(digest), latest) for day, n, digest, latest in frame.iter_rows()}
 
 
-def stream_days(cur, config: SourceConfig, role: str, days: list[_dt.date]) -> Iterator[tuple[_dt.date, pl.DataFrame]]:
+def stream_days(cur, config: SourceConfig, role: str, days: list[_dt.date],
+                batch_bytes: int = BATCH_BYTES) -> Iterator[tuple[_dt.date, pl.DataFrame]]:
     """(UTC day, its rows in source id order) for each of ``days`` that has rows, in day order.
 
     One query; the batches arrive ordered by day, and a day is yielded once its last row has
@@ -132,6 +136,7 @@ def stream_days(cur, config: SourceConfig, role: str, days: list[_dt.date]) -> I
     days = sorted(days)
     start = _dt.datetime(days[0].year, days[0].month, days[0].day, tzinfo=_dt.timezone.utc)
     query = _sql("select_days").format(rows=table_sql(config, role), time_column=TIME_COLUMNS[role])
+    cur.adbc_statement.set_options(**{"adbc.postgresql.batch_size_hint_bytes": str(int(batch_bytes))})
     cur.execute(query, parameters=(start, ",".join(d.isoformat() for d in days)))
     held: list[pl.DataFrame] = []
     for batch in cur.fetch_record_batch():

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from zcl_assets.importers.ab_export import check_registration, registration_record
+from zcl_assets.importers.ab_export import registration_problems, registration_record
 from zcl_assets.sources.config import SourceConfig
 
 _UTC = pl.Datetime("us", "UTC")
@@ -49,17 +49,25 @@ def registrations(experiments: pl.DataFrame, config: SourceConfig, table: str) -
     A refused registration does not land; its assignments then land and are quarantined as
     ``unknown_experiment``, so nothing is lost and the reason is said (by the caller).
     """
-    rows, refused = [], {}
+    built, refused = [], {}
     for row in experiments.iter_rows(named=True):
         try:
-            rows.append(_registration(row, config, table))
-        except (ValueError, TypeError) as exc:
+            built.append(_registration(row, config, table))
+        except (ValueError, TypeError) as exc:  # the export importer's refusals (an allocation of no arm)
             refused[row["experiment_id"]] = str(exc)
+    rows = []
+    for record, problem in zip(built, registration_problems(built), strict=True):  # the contract, in one pass
+        if problem:
+            refused[record["experiment_id"]] = problem
+        else:
+            rows.append({**{k: record.get(k) for k in EXPERIMENT_SCHEMA}, "registered_at": record["started_at"],
+                         "source_id": record["experiment_id"]})
     frame = pl.DataFrame(rows, schema=EXPERIMENT_SCHEMA, orient="row") if rows else pl.DataFrame(schema=EXPERIMENT_SCHEMA)
     return frame.with_columns(pl.col("registered_at").dt.date().alias("day")), refused
 
 
 def _registration(row: dict, config: SourceConfig, table: str) -> dict:
+    """The registration record of one source row (JSON fields as text), not yet checked."""
     eid = row["experiment_id"]
     options = config.options(eid, row["task_type"], row["hypothesis"], row["started_at"])
     payloads = {"control": json.loads(row["control"]), "treatment": json.loads(row["treatment"])}
@@ -68,11 +76,7 @@ def _registration(row: dict, config: SourceConfig, table: str) -> dict:
     for key in ("guardrails", "metric_caps"):
         if key in extra and extra[key] is not None:
             extra[key] = json.dumps(extra[key], separators=(",", ":"), sort_keys=True)
-    record = {**record, "metric_caps": None, "baseline_sd": None, **extra}
-    check_registration(record)
-    record["registered_at"] = row["started_at"]
-    record["source_id"] = eid
-    return {k: record.get(k) for k in EXPERIMENT_SCHEMA}
+    return {**record, "metric_caps": None, "baseline_sd": None, **extra, "started_at": row["started_at"]}
 
 
 def status_events(experiments: pl.DataFrame) -> pl.DataFrame:

@@ -7,9 +7,12 @@ from pathlib import Path
 from zcl_assets.sources.journal import SHOWN_IDS
 from zcl_assets.sources.sync import STREAMED, SyncSummary
 
+SHOWN_DAYS = 20
+"""Days with updated or deleted rows listed one by one; the change ledger lists all."""
+
 
 def render_sync(summary: SyncSummary, landing: Path) -> str:
-    """A few lines: the run, per table what was read, the changes by day, deletions by id."""
+    """A few lines: the run, per table what was read and changed, the days with updated or deleted rows."""
     how = "every day reconciled" if summary.reconciled else "incremental"
     lines = [f"PostgreSQL source, run {summary.run} ({how}): {summary.registrations} registrations, "
              f"{len(summary.files_written)} files written, {len(summary.files_removed)} removed under {landing}"]
@@ -19,12 +22,18 @@ def render_sync(summary: SyncSummary, landing: Path) -> str:
                      f"(fingerprinted {window}; watermark {summary.watermarks[role] or 'none'})")
     if not summary.changes:
         lines.append("  no landed row changed")
-    for change in summary.changes:
-        lines.append(f"  {change.table} {change.day}: {change.added:,} added, {change.updated:,} updated, "
-                     f"{change.deleted:,} deleted at the source")
+    for table in sorted({c.table for c in summary.changes}):
+        mine = [c for c in summary.changes if c.table == table]
+        lines.append(f"  {table}: {sum(c.added for c in mine):,} rows added, {sum(c.updated for c in mine):,} updated, "
+                     f"{sum(c.deleted for c in mine):,} deleted at the source, in {len(mine):,} days")
+    corrected = [c for c in summary.changes if c.updated or c.deleted]
+    for change in corrected[:SHOWN_DAYS]:
+        lines.append(f"    {change.table} {change.day}: {change.updated:,} updated, {change.deleted:,} deleted")
         if change.deleted:
             shown = ", ".join(change.deleted_ids[:SHOWN_IDS])
             more = f" and {change.deleted - SHOWN_IDS:,} more" if change.deleted > SHOWN_IDS else ""
-            lines.append(f"    deleted source rows: {shown}{more}")
+            lines.append(f"      deleted source rows: {shown}{more}")
+    if len(corrected) > SHOWN_DAYS:
+        lines.append(f"    and {len(corrected) - SHOWN_DAYS:,} more days with updated or deleted rows (in the ledger)")
     lines.append(f"  change ledger: {summary.ledger}")
     return "\n".join(lines)

@@ -160,8 +160,10 @@ def _replace_table(run: _Run, table: str, frame: pl.DataFrame, time_column: str)
 
 def _sync_table(cur, run: _Run, role: str, config: SourceConfig, state: dict, units: set[str], reconcile: bool) -> dict:
     """Fingerprint one streamed table, read and land its changed days, remove its lost days."""
-    known = state["days"].get(role, {}) if state["digests"].get(role) == config.digest(role) else {}
-    since = _window_start(state["watermarks"].get(role), config.lookback) if not reconcile else None
+    same_settings = state["digests"].get(role) == config.digest(role)
+    known = state["days"].get(role, {}) if same_settings else {}
+    # a registration file that lands this table's rows otherwise rewrites every day of it
+    since = _window_start(state["watermarks"].get(role), config.lookback) if same_settings and not reconcile else None
     now = postgres.fingerprints(cur, config, role, since or postgres.EPOCH)
     landed = run.landed_days(role)
     first = since.date().isoformat() if since else ""
