@@ -163,3 +163,18 @@ def test_zcl_import_postgres_says_what_changed_and_which_rows_were_deleted(week,
     assert second.exit_code == 0, second.output
     assert "run 2 (incremental)" in second.output
     assert f"assignments 2026-11-02: 0 updated, 1 deleted\n      deleted source rows: {gone}\n" in second.output
+
+
+def test_a_changed_registration_file_relands_every_day_it_shapes_even_incrementally(week, tmp_path):
+    before, after = tmp_path / "before.yaml", tmp_path / "after.yaml"
+    before.write_text("lookback_hours: 0\n")
+    after.write_text("lookback_hours: 0\nevaluators: {code_review: {id: unit-tests, version: '2.1', kind: evaluator}}\n")
+    landing, state = tmp_path / "landing", tmp_path / "state"
+    sync_postgres(week, landing, state, load_config(before))
+    summary = sync_postgres(week, landing, state, load_config(after), reconcile=False)
+    assert summary.windows["outcomes"] == "all" and summary.windows["sessions"] == "2026-11-03"  # the watermark's day
+    assert set(_landed(landing, "outcomes").get_column("evaluator_kind")) == {"evaluator"}
+    sync_postgres(week, tmp_path / "fresh", tmp_path / "fresh-state", load_config(after))
+    assert {p.relative_to(landing): p.read_bytes() for p in landing.rglob("*.parquet")} == {
+        p.relative_to(tmp_path / "fresh"): p.read_bytes() for p in (tmp_path / "fresh").rglob("*.parquet")}
+    assert summary.total("updated") == _landed(landing, "outcomes").height  # every outcome relanded, none else
