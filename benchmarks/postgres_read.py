@@ -73,11 +73,21 @@ def prepare(admin: str, rows: int, days: int) -> str:
     from tests.sources.zcl_world import experiments, insert
 
     uri = create_database(admin, DATABASE)
-    # indexes the source never uses are dropped to fill faster; the read uses the primary keys
-    # and idx_assignments_assigned, idx_sessions_started
-    execute_script(uri, "DROP INDEX idx_assignments_lookup, idx_assignments_session, idx_assignments_group")
+    # indexes the source never uses are dropped; the foreign keys and the other indexes are
+    # dropped during the bulk fill and built again after it (one pass each instead of one
+    # trigger or index insertion per row), so the schema read is the seed's
+    execute_script(uri, "DROP INDEX idx_assignments_lookup, idx_assignments_session, idx_assignments_group; "
+                        "ALTER TABLE zcl_experiment_assignments DROP CONSTRAINT zcl_experiment_assignments_session_id_fkey, "
+                        "DROP CONSTRAINT zcl_experiment_assignments_experiment_id_fkey, "
+                        "DROP CONSTRAINT zcl_experiment_assignments_session_id_experiment_id_key; "
+                        "DROP INDEX idx_assignments_assigned, idx_sessions_started")
     insert(uri, "zcl_experiments", [{**e, "started_at": e["started_at"].replace(month=9)} for e in experiments(1)])
     fill(uri, rows // EXPERIMENTS, 0, days)
+    execute_script(uri, "ALTER TABLE zcl_experiment_assignments ADD UNIQUE (session_id, experiment_id), "
+                        "ADD FOREIGN KEY (session_id) REFERENCES zcl_sessions(id) ON DELETE CASCADE, "
+                        "ADD FOREIGN KEY (experiment_id) REFERENCES zcl_experiments(id) ON DELETE CASCADE; "
+                        "CREATE INDEX idx_assignments_assigned ON zcl_experiment_assignments(assigned_at); "
+                        "CREATE INDEX idx_sessions_started ON zcl_sessions(started_at)")
     execute_script(uri, "VACUUM ANALYZE")
     return uri
 

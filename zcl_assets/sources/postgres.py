@@ -110,6 +110,13 @@ def snapshot(uri: str) -> Iterator[object]:
         con.close()
 
 
+def _date_literal(day: _dt.date) -> str:
+    """``YYYY-MM-DD`` of a date object, the only value put in SQL text (digits and dashes)."""
+    if isinstance(day, _dt.datetime) or not isinstance(day, _dt.date):
+        raise TypeError(f"expected a date, got {day!r}")
+    return day.isoformat()
+
+
 def read_experiments(cur, config: SourceConfig) -> pl.DataFrame:
     """Every row of the experiments table, in id order."""
     cur.execute(table_sql(config, "experiments"))
@@ -128,16 +135,18 @@ def stream_days(cur, config: SourceConfig, role: str, days: list[_dt.date],
                 batch_bytes: int = BATCH_BYTES) -> Iterator[tuple[_dt.date, pl.DataFrame]]:
     """(UTC day, its rows in source id order) for each of ``days`` that has rows, in day order.
 
-    One query; the batches arrive ordered by day, and a day is yielded once its last row has
-    arrived, so memory holds one day and one batch, whatever the size of the table.
+    One query, streamed by the server through COPY; the batches arrive ordered by day, and a
+    day is yielded once its last row has arrived, so memory holds one day and one batch,
+    whatever the size of the table.
     """
     if not days:
         return
     days = sorted(days)
-    start = _dt.datetime(days[0].year, days[0].month, days[0].day, tzinfo=_dt.timezone.utc)
-    query = _sql("select_days").format(rows=table_sql(config, role), time_column=TIME_COLUMNS[role])
+    query = _sql("select_days").format(rows=table_sql(config, role), time_column=TIME_COLUMNS[role],
+                                       start=f"TIMESTAMPTZ '{_date_literal(days[0])} 00:00:00+00'",
+                                       days=", ".join(f"DATE '{_date_literal(d)}'" for d in days))
     cur.adbc_statement.set_options(**{"adbc.postgresql.batch_size_hint_bytes": str(int(batch_bytes))})
-    cur.execute(query, parameters=(start, ",".join(d.isoformat() for d in days)))
+    cur.execute(query)
     held: list[pl.DataFrame] = []
     for batch in cur.fetch_record_batch():
         frame = pl.from_arrow(batch)
