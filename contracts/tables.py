@@ -11,7 +11,9 @@ from __future__ import annotations
 from contracts.schema import Field, RowRule, TableContract
 
 SCHEMA_VERSIONS: tuple[int, ...] = (1,)
-EVALUATOR_KINDS: tuple[str, ...] = ("evaluator", "human", "self_report", "heuristic")
+# `unknown`: a source that records an outcome without saying who decided it (the ZCL
+# PostgreSQL schema's bare `success BOOLEAN`); the evaluation contract decides whether it counts.
+EVALUATOR_KINDS: tuple[str, ...] = ("evaluator", "human", "self_report", "heuristic", "unknown")
 METRICS: tuple[str, ...] = ("success", "time_minutes", "tokens", "score")
 EXPERIMENT_KINDS: tuple[str, ...] = ("order", "inclusion", "memory_mode", "other")
 EXPERIMENT_STATUSES: tuple[str, ...] = ("active", "completed", "cancelled", "reopened")

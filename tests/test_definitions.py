@@ -16,6 +16,7 @@ def test_code_location_loads_with_its_assets_checks_jobs_and_schedule():
     expected |= {"admission_states", "funnel_stage_counts", "information_yield", "exploration_share",
                  "experience_gain_by_task", "experience_gain", "loop_health"}
     expected |= {"analysis_report", "experiment_report"}
+    expected |= {"postgres_landing"}
     assert keys == expected
 
     checks = {(c.asset_key.to_user_string(), c.name) for c in graph.asset_check_keys}
@@ -33,12 +34,16 @@ def test_code_location_loads_with_its_assets_checks_jobs_and_schedule():
     assert schedule.execution_timezone == "UTC"
     assert schedule.job_name == "nightly_job"
     assert definitions.resolve_sensor_def("landing_sensor").job_name == "ingest_job"
+    # the PostgreSQL source lands before the night
+    assert ("postgres_landing", "no_rows_deleted_at_source") in checks
+    source = definitions.resolve_schedule_def("postgres_landing_schedule")
+    assert (source.cron_schedule, source.execution_timezone, source.job_name) == ("30 1 * * *", "UTC", "postgres_landing_job")
 
 
 def test_every_asset_has_group_kinds_and_description():
     graph = defs().resolve_asset_graph()
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
-        assert node.group_name in {"landing", "staging", "experience", "analysis", "funnel", "reports"}, key
+        assert node.group_name in {"sources", "landing", "staging", "experience", "analysis", "funnel", "reports"}, key
         assert node.kinds, key
         assert node.description, key

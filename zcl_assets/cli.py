@@ -129,6 +129,54 @@ def import_arm_snapshots_command(obj, file, **options) -> None:
     )
 
 
+@import_group.command("postgres")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              help="Registration file (YAML) [env ZCL_POSTGRES_CONFIG; default <landing>/../sources/postgres.yaml].")
+@click.option("--state-dir", type=click.Path(file_okay=False), default=None,
+              help="Watermarks, fingerprints, change ledger [env ZCL_POSTGRES_STATE_DIR; default <landing>/../sources/postgres-<name>].")
+@click.option("--incremental", is_flag=True,
+              help="Fingerprint only the look-back window before the watermark, not every day (faster; see docs/postgres.md).")
+@click.pass_obj
+def import_postgres_command(obj, config_file: str | None, state_dir: str | None, incremental: bool) -> None:
+    """Land the ZCL PostgreSQL database named by ZCL_POSTGRES_URI: changed days only, exactly once."""
+    from resources.postgres import URI_VARIABLE, PostgresSource
+    from zcl_assets.sources.report import render_sync
+
+    uri = os.environ.get(URI_VARIABLE)
+    if not uri:
+        raise click.ClickException(f"set {URI_VARIABLE}=postgresql://reader:PASSWORD@host:5432/zcl (docs/postgres.md)")
+    source = PostgresSource(uri=uri, config_file=config_file or "", state_dir=state_dir or "")
+    try:
+        summary = source.sync(str(obj["landing"]), reconcile=not incremental)
+    except (ValueError, ConnectionError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(render_sync(summary, obj["landing"]))
+    for experiment_id, reason in summary.refused.items():
+        click.echo(f"warning: registration of experiment {experiment_id} refused: {reason}", err=True)
+
+
+@import_group.command("admissions")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--org", "org_id", default="default", show_default=True, help="Organization of lines that name none.")
+@click.option("--task-type", default="exploration", show_default=True, help="Task type of lines that name none.")
+@click.option("--time-field", default=None, help="Field of each line's time [default: the first of at, ts, timestamp, time].")
+@click.pass_obj
+def import_admissions_command(obj, file, **options) -> None:
+    """Import an append-only admission ledger FILE (JSON Lines, one lifecycle event per line) as admission_events."""
+    from zcl_assets.importers.admissions import import_admissions
+
+    try:
+        summary = import_admissions(file, obj["landing"], **options)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    states = ", ".join(f"{s} {n}" for s, n in summary.states.items())
+    click.echo(f"landed {summary.events:,} lifecycle events of {summary.admissions:,} admissions ({states}) from {file} "
+               f"in {len(summary.files_written)} files under {obj['landing']}")
+    if summary.unreadable_lines:
+        click.echo(f"warning: {summary.unreadable_lines} lines are not JSON objects; landed verbatim, `zcl run` "
+                   f"quarantines them as malformed_record", err=True)
+
+
 @import_group.command("bundled")
 @click.option("--seed", type=int, default=20261129, show_default=True, help="Seed of the simulated sessions.")
 @click.pass_obj

@@ -24,7 +24,7 @@ def test_a_valid_outcome_has_no_problem_whatever_its_time_zone():
 def test_each_record_gets_its_own_problems():
     records = [dict(OUTCOME, evaluator_kind="robot"), OUTCOME, dict(OUTCOME, success=1)]
     assert check_records("outcomes", records) == [
-        [("not_allowed", "evaluator_kind=robot is not one of evaluator, human, self_report, heuristic")],
+        [("not_allowed", "evaluator_kind=robot is not one of evaluator, human, self_report, heuristic, unknown")],
         [],
         [("bad_type", "success=1 is not a valid BOOLEAN")],
     ]
@@ -51,7 +51,7 @@ def test_an_event_time_that_staging_reads_has_no_partition_problem():
 def test_a_value_with_a_colon_stays_in_its_reason():
     # the staged reason is "rule: text"; only the first ": " separates them
     assert check_records("outcomes", [dict(OUTCOME, evaluator_kind="robot: v2")]) == [
-        [("not_allowed", "evaluator_kind=robot: v2 is not one of evaluator, human, self_report, heuristic")]]
+        [("not_allowed", "evaluator_kind=robot: v2 is not one of evaluator, human, self_report, heuristic, unknown")]]
 
 
 def test_a_value_that_is_not_finite_is_named_with_its_value():
@@ -67,7 +67,7 @@ def test_every_problem_of_one_record_is_listed_apart():
     # two rules broken by one outcome: each comes back as its own (rule, reason), in rule order
     assert check_records("outcomes", [dict(OUTCOME, evaluator_kind="robot", success=1)]) == [[
         ("bad_type", "success=1 is not a valid BOOLEAN"),
-        ("not_allowed", "evaluator_kind=robot is not one of evaluator, human, self_report, heuristic"),
+        ("not_allowed", "evaluator_kind=robot is not one of evaluator, human, self_report, heuristic, unknown"),
     ]]
 
 

@@ -232,11 +232,8 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
         reg = _dt.datetime(first_ts.year, first_ts.month, first_ts.day, tzinfo=_dt.timezone.utc)
     else:
         reg = _to_utc_datetime(o.registered_at)
-    registration = _registration(o, src, arms, reg)
-    as_landed = {**registration, "arms": json.loads(registration["arms"]), "guardrails": json.loads(registration["guardrails"])}
-    problems = check_records("experiments", [as_landed])[0]
-    if problems:
-        raise ValueError("the registration breaks the contract: " + "; ".join(f"{r}: {why}" for r, why in problems))
+    registration = registration_record(o, src, arms, reg)
+    check_registration(registration)
 
     # A column with an unparseable value is written as text, so the contract judges each value.
     all_times = base.get_column("ts").null_count() == base.get_column("ts_text").null_count()
@@ -341,7 +338,29 @@ def _session_ids(base: pl.DataFrame, experiment_id: str) -> pl.Series:
     ).to_series()
 
 
-def _registration(o: AbExportOptions, src: Path, arms: list[str], registered_at: _dt.datetime) -> dict:
+def check_registration(registration: dict) -> None:
+    """Raise ``ValueError`` with every reason when the landing contract refuses ``registration``
+    (a record of :func:`registration_record`, its JSON fields as text)."""
+    problem = registration_problems([registration])[0]
+    if problem:
+        raise ValueError(problem)
+
+
+def registration_problems(registrations: list[dict]) -> list[str | None]:
+    """Per record of :func:`registration_record`, why the landing contract refuses it (None: it does
+    not), checked in one pass."""
+    as_landed = [{**r, **{k: json.loads(r[k]) for k in ("arms", "guardrails", "metric_caps") if r.get(k) is not None}}
+                 for r in registrations]
+    found = check_records("experiments", as_landed) if as_landed else []
+    return [("the registration breaks the contract: " + "; ".join(f"{r}: {why}" for r, why in problems)) if problems else None
+            for problems in found]
+
+
+def registration_record(o: AbExportOptions, src: Path, arms: list[str], registered_at: _dt.datetime,
+                        payloads: Mapping[str, object] | None = None) -> dict:
+    """The ``experiments`` record of ``o`` (JSON fields as text): the options' defaults and
+    refusals, shared by every importer whose source lacks a registration. ``payloads`` gives
+    an arm's payload (default: its delivered value of ``variant_map``, else ``{}``)."""
     if o.allocation is None:
         shares = {a: 1.0 / len(arms) for a in arms}
     else:
@@ -355,8 +374,7 @@ def _registration(o: AbExportOptions, src: Path, arms: list[str], registered_at:
         f"on the binary outcome '{o.outcome_column}' (success), unit '{o.unit_column}'."
     )
     arms_json = json.dumps(
-        [{"name": a, "payload": ({"delivered_value": o.variant_map[a]} if a in o.variant_map else {}), "allocation": shares[a]}
-         for a in arms],
+        [{"name": a, "payload": _payload(o, a, payloads), "allocation": shares[a]} for a in arms],
         separators=(",", ":"),
     )
     return {
@@ -369,4 +387,11 @@ def _registration(o: AbExportOptions, src: Path, arms: list[str], registered_at:
     }
 
 
-__all__ = ["AbExportOptions", "AbExportSummary", "import_ab_export"]
+def _payload(o: AbExportOptions, arm: str, payloads: Mapping[str, object] | None) -> object:
+    if payloads is not None and arm in payloads:
+        return payloads[arm]
+    return {"delivered_value": o.variant_map[arm]} if arm in o.variant_map else {}
+
+
+__all__ = ["AbExportOptions", "AbExportSummary", "check_registration", "import_ab_export", "registration_problems",
+           "registration_record"]

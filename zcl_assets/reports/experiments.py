@@ -71,6 +71,8 @@ class ExperimentView:
         quarantine: ``stage, source_table, rule, rows`` of this experiment's rejected rows.
         sessions: assigned sessions up to the look (None for aggregate sources).
         verified_sessions: sessions with an authoritative outcome (None for aggregate sources).
+        uncounted_kinds: {evaluator kind: sessions} of sessions whose outcomes are all of kinds the
+            evaluation contract does not count (an outcome with no evaluator is of kind ``unknown``).
         first_assigned_at: ISO time of the first assignment (None for aggregate sources).
     """
 
@@ -82,6 +84,7 @@ class ExperimentView:
     quarantine: pl.DataFrame
     sessions: int | None = None
     verified_sessions: int | None = None
+    uncounted_kinds: dict[str, int] = field(default_factory=dict)
     first_assigned_at: str | None = None
     assigned_units: dict[str, int] = field(default_factory=dict)
 
@@ -379,6 +382,7 @@ def load_views(
     history = con.execute(load_sql("reports/select_look_history"), params).pl()
     quarantine = _quarantine(con, tables)
     units = _assigned_units(con, wanted)
+    uncounted = _uncounted_outcomes(con, wanted)
 
     views = []
     for (experiment_id,), rows in wanted.partition_by("experiment_id", as_dict=True, maintain_order=True).items():
@@ -398,6 +402,7 @@ def load_views(
                 quarantine=quarantine.filter(pl.col("experiment_id") == experiment_id).drop("experiment_id"),
                 sessions=sessions,
                 verified_sessions=verified,
+                uncounted_kinds={k: n for e, k, n in uncounted.iter_rows() if e == experiment_id},
                 first_assigned_at=first.isoformat() if first is not None else None,
                 assigned_units=dict(zip(assigned.get_column("arm").to_list(), assigned.get_column("units").to_list())),
             )
@@ -415,6 +420,18 @@ def _quarantine(con: duckdb.DuckDBPyConnection, tables: set[str]) -> pl.DataFram
     if not {"quarantine", "staged_assignments"} <= tables:
         return pl.DataFrame(schema=schema)
     return con.execute(load_sql("reports/count_experiment_quarantine")).pl().cast(schema)
+
+
+def _uncounted_outcomes(con: duckdb.DuckDBPyConnection, latest: pl.DataFrame) -> pl.DataFrame:
+    """Sessions with outcomes of no counted kind, per experiment and kind, as of each experiment's look."""
+    schema = {"experiment_id": pl.String, "evaluator_kind": pl.String, "sessions": pl.Int64}
+    frames = [pl.DataFrame(schema=schema)]
+    if {"experience", "verification_records"} <= _tables(con):
+        for day in latest.get_column("as_of").unique().to_list():
+            ids = latest.filter(pl.col("as_of") == day).get_column("experiment_id").unique().to_list()
+            counts = con.execute(load_sql("reports/count_uncounted_outcomes"), {"as_of_end": look_end(day.isoformat())}).pl()
+            frames.append(counts.cast(schema).filter(pl.col("experiment_id").is_in(ids)))
+    return pl.concat(frames)
 
 
 def _assigned_units(con: duckdb.DuckDBPyConnection, latest: pl.DataFrame) -> pl.DataFrame:

@@ -166,7 +166,10 @@ def verified_sentence(view: ExperimentView) -> str:
     sessions = ""
     if view.sessions:
         verified = view.verified_sessions or 0
-        sessions = f" ({count(verified)} of {count(view.sessions)} assigned sessions verified, {share(verified / view.sessions)})"
+        kinds = ", ".join(f"{kind} {count(n)}" for kind, n in sorted(view.uncounted_kinds.items()))
+        uncounted = f"; not counted by the evaluation contract, sessions with outcomes of kind {kinds}" if kinds else ""
+        sessions = (f" ({count(verified)} of {count(view.sessions)} assigned sessions verified, {share(verified / view.sessions)}"
+                    f"{uncounted})")
     unit = "users" if view.registration.get("randomization_unit") == "user" else "units"
     return f"verified share {share(view.verified_share)} of assigned {unit} analysed{sessions}{both_text}"
 
