@@ -474,10 +474,15 @@ def _reevaluation(history: History, rows: _Rows) -> None:
     history.land(path, encode(path, again), REEVALUATION_DAY)
 
 
-def build_history(seed: int = SEED, every_night: bool | None = None) -> History:
-    """The history of the module docstring; ``every_night`` (default: ``ZCL_EVERY_NIGHT``) runs all 30 nights."""
-    if every_night is None:
-        every_night = os.environ.get("ZCL_EVERY_NIGHT", "") not in ("", "0")
+def every_night() -> bool:
+    """Whether ``ZCL_EVERY_NIGHT`` asks for all 30 nights (else :data:`REDUCED_NIGHTS`)."""
+    return os.environ.get("ZCL_EVERY_NIGHT", "") not in ("", "0")
+
+
+def build_history(seed: int = SEED, all_nights: bool | None = None) -> History:
+    """The history of the module docstring; ``all_nights`` (default: :func:`every_night`) runs all 30 nights."""
+    if all_nights is None:
+        all_nights = every_night()
     rng = np.random.default_rng(seed)
     rows = _Rows()
     _registrations(rows)
@@ -485,7 +490,7 @@ def build_history(seed: int = SEED, every_night: bool | None = None) -> History:
     _admissions(rng, rows)
     _dirty_rows(rows)
     _snapshots(rng, rows)
-    history = History(nights=tuple(range(1, DAYS + 1)) if every_night else REDUCED_NIGHTS)
+    history = History(nights=tuple(range(1, DAYS + 1)) if all_nights else REDUCED_NIGHTS)
     _land(history, rows)
     _correct_contoso_day(history)
     _correct_fab_mem(history, CORRECTED_FABRIKAM_DAY, CORRECTION_NIGHT, 3)

@@ -1,7 +1,7 @@
 """Incremental equals fresh: thirty days landed night by night give the tables of one fresh load.
 
 The history (``tests/end_to_end/landing_history.py``) lands 30 UTC days of several
-experiments in four organizations night by night on one Dagster instance, with corrected
+experiments in two organizations night by night on one Dagster instance, with corrected
 files of earlier days, late outcomes, a re-evaluation, two removed files, a registration that
 lands after its assignments, outcomes waiting for their sessions and a night with nothing
 newly landed. A second warehouse, on its own instance, loads the final landing in one night
@@ -23,18 +23,22 @@ What is not compared, and why:
   current files (``superseded_at IS NULL``) compared; of ``knowledge_records`` the current
   claims are compared (records no later record supersedes), without ``sequence`` and
   ``supersedes``, which number and link a comparison's history;
-* in schema ``internal``: ``staging_state`` (versions count the stagings that happened),
-  ``derived_state`` and ``look_cache_state`` (fingerprints of those versions and build
-  times). The other internal tables are state and compared: ``held_<table>`` (rows held back
-  by a cross-row rule), ``pending_days`` (empty after a night) and the look's stored
-  aggregates ``look_cache_<aggregate>``.
+* in schema ``internal``: ``change_log`` (what each pass changed, numbered by the passes),
+  ``change_cursors`` (the last number each derived table read), ``staging_state`` and
+  ``derived_state`` (versions that count the stagings, fingerprints, build times). The other
+  internal tables are state and compared: ``held_<table>`` (rows held back by a cross-row
+  rule), ``pending_days`` (empty after a night), ``experience_exclusions`` and the daily
+  counts kept for loop health and the exploration share; in ``main``, the look's stored
+  per-day sums (``arm_day_sums``, ``look_*``) are compared like every other table.
 
 Every table not listed in :data:`COMPARED` or :data:`NOT_COMPARED` (a table added later) is
 compared whole by ``test_every_table_not_listed_equals_fresh``.
 
 A failing comparison on the current code is kept and marked ``xfail(strict=True)`` with the
 defect it shows (see :data:`KNOWN_DEFECTS`); fixing the defect makes it pass and the strict
-mark fail, so the mark is removed with the fix.
+mark fail, so the mark is removed with the fix. A defect that shows on some runs only (DuckDB's
+threads decide it) is marked not strict (:data:`FLAKY_DEFECTS`) and shown on every run by a
+test of its own.
 
 ``ZCL_EVERY_NIGHT=1`` runs all 30 nights instead of 10.
 """
@@ -66,16 +70,17 @@ COMPARED: dict[str, dict] = {
     "main.knowledge_records": {"drop": ("recorded_at", "sequence", "supersedes"), "where": KNOWLEDGE_CURRENT},
     "main.landing_manifest": {"drop": ("loaded_at", "superseded_at", "mtime_ns"), "where": "superseded_at IS NULL",
                               "columns": {"archive_path": "replace(archive_path, $folder, '')"}},
+    **{f"main.{t}": {} for t in (
+        "arm_day_sums", "look_assigned_days", "look_control_digests", "look_first_assignments", "look_mixed_users",
+        "look_state_frames", "look_violation_days")},
     **{f"internal.held_{t}": {} for t in CONTRACTS},
-    "internal.pending_days": {},
-    **{f"internal.look_cache_{a}": {} for a in (
-        "aggregate_unit_statistics", "count_assigned_units", "count_contract_violations", "count_users_in_both_arms",
-        "find_control_drift", "select_first_assignments")},
+    **{f"internal.{t}": {} for t in ("pending_days", "experience_exclusions", "loop_health_days", "explored_session_days")},
 }
 NOT_COMPARED = {
-    "internal.staging_state": "a version per staged table that grows with every staging: counts the nights",
+    "internal.change_log": "what each pass changed, under the pass's sequence number: the history of the nights",
+    "internal.change_cursors": "per derived table, the last sequence number read and a code fingerprint",
+    "internal.staging_state": "per staged table, a version that grows with every staging and a fingerprint of those read",
     "internal.derived_state": "fingerprints of staging versions and build times",
-    "internal.look_cache_state": "a fingerprint of staging versions",
 }
 EXPERIENCE_GAIN_ORDER = (
     "Experience Gain is computed with floating-point avg() and var_samp() (sql/experience_gain/"
@@ -94,6 +99,13 @@ FLAKY_DEFECTS: dict[str, str] = {
     "main.experience_gain": EXPERIENCE_GAIN_ORDER + " The pooled estimate inherits the per-task variances." + ON_SOME_RUNS,
 }
 KNOWN_DEFECTS: dict[str, str] = {
+    **({} if lh.every_night() else {"main.experiment_analysis": (
+        "a night that lands several days of an aggregate export writes the look of tonight only: the looks of the "
+        "other days with a new snapshot, which a fresh load writes, are missing (fab-export: 24 rows, 12 days x 2 "
+        "metrics). look_state._dirty makes an experiment dirty from the days of its changed experience rows; "
+        "changes of staged_arm_snapshots dirty no experiment, so nights_to_write never writes those days. Every "
+        "night run (ZCL_EVERY_NIGHT=1) lands one day at a time and cannot show it."
+    )}),
     "main.knowledge_records": (
         "knowledge records go stale after a correction: the gate only walks looks after a comparison's last record, so "
         "a claim recorded from a look that a later correction changed keeps the old look's date, interval and evidence "
@@ -214,6 +226,8 @@ def test_experience_gain_does_not_depend_on_the_order_of_its_rows(loads, tmp_pat
             con.execute("SET threads = 1")
             for table in ("experience", "staged_sessions"):  # session_id is a key of both
                 con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM {table} ORDER BY session_id {order}")
+            con.execute("DROP TABLE experience_gain_by_task")  # built again from every row
+            con.execute("DROP TABLE experience_gain")
             build_experience_gain(con)
             gains.append((exact_rows(con, "experience_gain_by_task"), exact_rows(con, "experience_gain")))
     assert row_differences(gains[0][0], gains[1][0]) == row_differences(gains[0][1], gains[1][1]) == ""
