@@ -43,13 +43,21 @@ sys.path.insert(0, str(PROJECT))
 START = "2026-01-01"
 
 
-def generate(landing: Path, sessions: int, days: int, experiments: int, seed: int = 1, fmt: str = "parquet") -> None:
-    """Write registrations, sessions, assignments and outcomes by UTC day (Parquet or JSON Lines)."""
+def generate(
+    landing: Path, sessions: int, days: int, experiments: int, seed: int = 1, fmt: str = "parquet",
+    first_day: int = 0, first_session: int = 0, register: bool = True,
+) -> None:
+    """Write registrations, sessions, assignments and outcomes by UTC day (Parquet or JSON Lines).
+
+    The sessions fall on the ``days`` days from ``first_day`` days after ``START`` and are
+    numbered from ``first_session``; ``register=False`` writes no registrations (a later day
+    of the same experiments, as ``benchmarks/incremental_night.py`` lands it).
+    """
     import numpy as np
     import polars as pl
 
     rng = np.random.default_rng(seed)
-    t0 = np.datetime64(f"{START}T00:00:00")
+    t0 = np.datetime64(f"{START}T00:00:00") + np.timedelta64(first_day, "D")
     regs = []
     for e in range(experiments):
         regs.append({
@@ -59,16 +67,17 @@ def generate(landing: Path, sessions: int, days: int, experiments: int, seed: in
             "min_samples_per_arm": 100, "randomization_unit": "session", "registered_at": f"{START}T00:00:00+00:00",
             "arms": [{"name": "control", "payload": {}, "allocation": 0.5}, {"name": "treatment", "payload": {}, "allocation": 0.5}],
         })
-    folder = landing / "experiments" / START
-    folder.mkdir(parents=True)
-    (folder / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in regs))
+    if register:
+        folder = landing / "experiments" / START
+        folder.mkdir(parents=True)
+        (folder / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in regs))
 
     seconds = np.sort(rng.integers(60, days * 86400 - 3600, sessions))
     started = t0 + seconds.astype("timedelta64[s]")
     experiment = rng.integers(0, experiments, sessions)
     arm = np.where(rng.random(sessions) < 0.5, "control", "treatment")
     success = rng.random(sessions) < np.where(arm == "treatment", 0.52, 0.5)
-    ids = np.char.add("s", np.arange(sessions).astype(str))
+    ids = np.char.add("s", np.arange(first_session, first_session + sessions).astype(str))
     day = started.astype("datetime64[D]").astype(str)
     if fmt == "parquet":
         def iso(t):  # typed timestamps in Parquet

@@ -1,0 +1,265 @@
+"""Benchmark of a night that follows what landed (DESIGN section 8, speed; a night costs what landed).
+
+For each history size (``--sizes``, sessions over ``--days`` days and ``--experiments``
+experiments, Parquet, written by ``benchmarks/nightly_run.py``'s generator), then one more
+day of ``--new-day-sessions`` sessions, this measures in the same run, each in its own
+process so that its peak memory is its own:
+
+- ``backfill``: the history's first night (``zcl_assets.runner.run_night`` as of its last
+  day), every day loaded in one run;
+- ``floor``: ``nightly_run.py``'s ``FLOOR_SQL`` over the history (the least a script must do
+  to keep the tables of DESIGN section 5), the yardstick of the backfill;
+- ``night``: the next night, as of the new day, once the new day has landed, on the same
+  warehouse and the same Dagster instance (a ``DAGSTER_HOME`` in the temporary folder with the
+  project's ``dagster.yaml``, as ``zcl run`` uses: state the pipeline keeps in the instance,
+  such as partitions, carries from one night to the next);
+- ``new-day pass`` and ``31-day pass``: ``nightly_run.py``'s ``BASELINE_SQL`` (the stateless
+  hand-written DuckDB script) over the new day's files alone and over every day;
+- ``quiet``: one more night, as of the day after, with nothing newly landed;
+- ``start-up``: importing the code location (Dagster itself, then the rest) and building
+  its definitions, measured once.
+
+Every figure is wall seconds from the child's start (imports included) and its peak
+resident memory. The targets (issue "Nights that cost what landed"), checked at every size:
+night <= 2 x new-day pass + 10 s and < the 31-day pass; night at the largest size within
+1.3x of the night at the smallest; night peak < 1.5 GiB; backfill <= 1.5 x floor + 10 s
+with peak < 4 GiB; quiet night < 5 s.
+
+``--many-experiments [N]`` (default N = 1,000) measures the same for one history of N
+experiments over 60 days (10 sessions per experiment and day unless ``--sizes`` says
+otherwise) and a new day of 10 sessions per experiment; the target is the night with the
+new day, look and report included, under 30 s. The quiet night at 89 experiments (the
+bundled data's count) is ``--experiments 89``.
+
+Run: ``python benchmarks/incremental_night.py`` (1M, 3M and 10M: an hour or more);
+``--sizes 100000 --new-day-sessions 10000`` checks the script in a few minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT))
+
+from benchmarks.nightly_run import BASELINE_SQL, FLOOR_SQL, START, generate  # noqa: E402
+
+MIB_LIMIT_NIGHT, MIB_LIMIT_BACKFILL = 1.5 * 1024, 4 * 1024
+QUIET_LIMIT_S, MANY_LIMIT_S = 5.0, 30.0
+
+
+def _day(offset: int) -> str:
+    """``START`` plus ``offset`` days, as ``YYYY-MM-DD``."""
+    import datetime as dt
+
+    return (dt.date.fromisoformat(START) + dt.timedelta(days=offset)).isoformat()
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _script(script: str, landing: Path, database: Path) -> None:
+    import duckdb
+
+    con = duckdb.connect(str(database))
+    try:
+        for statement in script.format(l=landing, read="read_parquet", ext="parquet").split(";\n"):
+            if statement.strip():
+                con.execute(statement).fetchall()
+    finally:
+        con.close()
+
+
+def _startup() -> dict:
+    """Seconds to import Dagster, the rest of the code location, and to build its definitions."""
+    t0 = time.perf_counter()
+    import dagster  # noqa: F401
+
+    t1 = time.perf_counter()
+    from zcl_assets.definitions import defs
+
+    t2 = time.perf_counter()
+    defs().resolve_asset_graph()
+    t3 = time.perf_counter()
+    return {"import_dagster": t1 - t0, "import_rest": t2 - t1, "build": t3 - t2}
+
+
+def _night(landing: Path, warehouse: Path, home: Path, as_of: str) -> dict:
+    """One night through ``zcl_assets.runner.run_night`` on the instance at ``home``; its checks and slowest steps."""
+    os.environ.update(ZCL_LANDING_DIR=str(landing), ZCL_WAREHOUSE=str(warehouse), DAGSTER_HOME=str(home))
+    import dagster as dg
+
+    from zcl_assets.runner import open_instance, run_night
+
+    with open_instance(home) as instance:
+        results = run_night(instance, as_of, log_level="ERROR")
+        if not results or not all(r.success for r in results):
+            raise SystemExit(f"the night as of {as_of} failed")
+        checks = [e.dagster_event.event_specific_data for r in results
+                  for e in instance.all_logs(r.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
+        steps = [(s.step_key, s.end_time - s.start_time) for r in results for s in instance.get_run_step_stats(r.run_id)
+                 if s.end_time and s.start_time]
+    return {"checks": len(checks), "failed_checks": sorted(c.check_name for c in checks if not c.passed),
+            "steps": sorted(steps, key=lambda s: -s[1])[:6]}
+
+
+def run_mode(args: argparse.Namespace) -> None:
+    """Child process: one measured mode; prints JSON {seconds, peak_mib, ...} as its last line."""
+    start = time.perf_counter()
+    extra: dict = {}
+    if args.mode == "generate":
+        generate(args.landing, args.sessions, args.days, args.experiments, seed=args.seed, first_day=args.first_day,
+                 first_session=args.first_session, register=args.first_day == 0)
+    elif args.mode == "pass":
+        _script(BASELINE_SQL, args.landing, args.warehouse)
+    elif args.mode == "floor":
+        _script(FLOOR_SQL, args.landing, args.warehouse)
+    elif args.mode == "startup":
+        extra = _startup()
+    else:  # night
+        extra = _night(args.landing, args.warehouse, args.home, args.as_of)
+    print(json.dumps({"seconds": time.perf_counter() - start, "peak_mib": _peak_mib(), **extra}))
+
+
+def _child(mode: str, **options) -> dict:
+    """Run one mode in a fresh interpreter (ru_maxrss survives fork and exec, so the parent stays small)."""
+    command = [sys.executable, __file__, "--mode", mode]
+    for name, value in options.items():
+        command += [f"--{name.replace('_', '-')}", str(value)]
+    out = subprocess.run(command, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{mode} failed:\n{out.stderr[-5000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@dataclass(frozen=True)
+class History:
+    sessions: int
+    days: int
+    experiments: int
+    new_day_sessions: int
+
+
+def measure(history: History, root: Path) -> dict[str, dict]:
+    """Every figure of one history, in the order that keeps each honest (see the module docstring)."""
+    landing, new_day, home = root / "landing", root / "new_day", root / "dagster_home"
+    home.mkdir(parents=True)
+    shutil.copy(PROJECT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    t = time.perf_counter()
+    _child("generate", landing=landing, sessions=history.sessions, days=history.days, experiments=history.experiments, seed=1)
+    _child("generate", landing=new_day, sessions=history.new_day_sessions, days=1, experiments=history.experiments,
+           seed=2, first_day=history.days, first_session=history.sessions)
+    print(f"  generated {history.sessions:,} sessions over {history.days} days and {history.experiments} experiments, "
+          f"and a new day of {history.new_day_sessions:,}, in {time.perf_counter() - t:.1f} s", flush=True)
+    warehouse = root / "warehouse.duckdb"
+    figures = {"floor": _child("floor", landing=landing, warehouse=root / "floor.duckdb")}
+    (root / "floor.duckdb").unlink()
+    figures["backfill"] = _child("night", landing=landing, warehouse=warehouse, home=home, as_of=_day(history.days - 1))
+    shutil.copytree(new_day, landing, dirs_exist_ok=True)
+    for mode, folder in (("new-day pass", new_day), ("all-days pass", landing)):
+        figures[mode] = _child("pass", landing=folder, warehouse=root / "pass.duckdb")
+        (root / "pass.duckdb").unlink()
+    figures["night"] = _child("night", landing=landing, warehouse=warehouse, home=home, as_of=_day(history.days))
+    figures["quiet"] = _child("night", landing=landing, warehouse=warehouse, home=home, as_of=_day(history.days + 1))
+    for mode, f in figures.items():
+        checks = f"   checks {f['checks'] - len(f['failed_checks'])}/{f['checks']} passed" if "checks" in f else ""
+        failed = f" (failed: {', '.join(f['failed_checks'])})" if f.get("failed_checks") else ""
+        print(f"  {mode:>13}: {f['seconds']:8.1f} s   peak {f['peak_mib']:7,.0f} MiB{checks}{failed}", flush=True)
+    for mode in ("backfill", "night", "quiet"):
+        slowest = ", ".join(f"{k} {s:.1f} s" for k, s in figures[mode]["steps"])
+        print(f"  slowest steps, {mode}: {slowest}", flush=True)
+    return figures
+
+
+def _label(n: int) -> str:
+    return f"{n / 1e6:g}M" if n >= 1_000_000 else f"{n / 1e3:g}k"
+
+
+def _target(rows: list, what: str, size: int, figure: float, limit: float, unit: str = "s") -> None:
+    shown = (lambda v: f"{v:,.0f} MiB") if unit == "MiB" else (lambda v: f"{v:.1f} s")
+    rows.append((what, _label(size), shown(figure), shown(limit), "met" if figure <= limit else "NOT met"))
+
+
+def night_targets(results: dict[int, dict[str, dict]], many: bool) -> list[tuple[str, ...]]:
+    """(target, size, figure, limit, verdict) rows: the issue's targets at every size measured."""
+    rows: list[tuple[str, ...]] = []
+    for size, f in results.items():
+        night, quiet, backfill = f["night"], f["quiet"], f["backfill"]
+        if many:
+            _target(rows, "night with the new day, look and report", size, night["seconds"], MANY_LIMIT_S)
+        else:
+            _target(rows, "night <= 2 x new-day pass + 10 s", size, night["seconds"], 2 * f["new-day pass"]["seconds"] + 10)
+            _target(rows, "night < the pass over all days", size, night["seconds"], f["all-days pass"]["seconds"])
+            _target(rows, "night peak < 1.5 GiB", size, night["peak_mib"], MIB_LIMIT_NIGHT, "MiB")
+            _target(rows, "backfill <= 1.5 x floor + 10 s", size, backfill["seconds"], 1.5 * f["floor"]["seconds"] + 10)
+            _target(rows, "backfill peak < 4 GiB", size, backfill["peak_mib"], MIB_LIMIT_BACKFILL, "MiB")
+        _target(rows, "quiet night < 5 s", size, quiet["seconds"], QUIET_LIMIT_S)
+    if len(results) > 1 and not many:
+        small, large = min(results), max(results)
+        ratio = results[large]["night"]["seconds"] / results[small]["night"]["seconds"]
+        rows.append((f"night flat: {_label(large)} within 1.3x of {_label(small)}", _label(large), f"{ratio:.2f}x",
+                     "1.30x", "met" if ratio <= 1.3 else "NOT met"))
+    return rows
+
+
+def print_table(rows: list[tuple[str, ...]]) -> None:
+    header = ("target", "size", "figure", "limit", "")
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for r in [header, *rows]:
+        print("  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+
+
+def _histories(args: argparse.Namespace) -> tuple[list[History], bool]:
+    if args.many_experiments:
+        n, days = args.many_experiments, 60
+        sizes = args.sizes or [10 * n * days]
+        return [History(s, days, n, args.new_day_sessions or 10 * n) for s in sizes], True
+    sizes = args.sizes or [1_000_000, 3_000_000, 10_000_000]
+    return [History(s, args.days, args.experiments, args.new_day_sessions or 333_000) for s in sizes], False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=lambda text: [int(v) for v in text.split(",")], help="history sessions, comma-separated")
+    parser.add_argument("--new-day-sessions", type=int, help="sessions of the new day (default 333,000)")
+    parser.add_argument("--experiments", type=int, default=20)
+    parser.add_argument("--days", type=int, default=30, help="days of history")
+    parser.add_argument("--many-experiments", type=int, nargs="?", const=1000, help="N experiments, 60 days (default 1,000)")
+    parser.add_argument("--workdir", type=Path, help="where the temporary landing and warehouses go (default: the system's)")
+    for hidden in ("mode", "as-of"):
+        parser.add_argument(f"--{hidden}", help=argparse.SUPPRESS)
+    for hidden in ("landing", "warehouse", "home"):
+        parser.add_argument(f"--{hidden}", type=Path, help=argparse.SUPPRESS)
+    for hidden in ("sessions", "seed", "first-day", "first-session"):
+        parser.add_argument(f"--{hidden}", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.mode:
+        run_mode(args)
+        return
+    histories, many = _histories(args)
+    startup = _child("startup")
+    print(f"start-up: {startup['seconds']:.1f} s (importing Dagster {startup['import_dagster']:.1f} s, the rest of the code "
+          f"location {startup['import_rest']:.1f} s, building definitions {startup['build']:.1f} s), "
+          f"peak {startup['peak_mib']:,.0f} MiB", flush=True)
+    results = {}
+    for history in histories:
+        print(f"history of {_label(history.sessions)} sessions:", flush=True)
+        with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+            results[history.sessions] = measure(history, Path(tmp))
+    print()
+    print_table(night_targets(results, many))
+
+
+if __name__ == "__main__":
+    main()
