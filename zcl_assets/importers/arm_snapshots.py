@@ -70,20 +70,29 @@ def _metric_name(metric_id: pl.Expr) -> pl.Expr:
     )
 
 
+@dataclass(frozen=True)
+class AsosOptions:
+    """How an ``asos`` export is registered (see :func:`import_arm_snapshots` for why each default)."""
+
+    start_date: str | _dt.date = "2021-01-04"
+    org_id: str = "asos"
+    task_type: str = "online_retail"
+    mde_relative: float = 0.01
+    alpha: float = 0.05
+    power: float = 0.8
+    min_samples_per_arm: int = 1000
+    randomization_unit: str = "user"
+    family_per_experiment: bool = True
+
+    @property
+    def start(self) -> _dt.datetime:
+        """``start_date`` at 00:00 UTC."""
+        day = _dt.date.fromisoformat(self.start_date) if isinstance(self.start_date, str) else self.start_date
+        return _dt.datetime(day.year, day.month, day.day, tzinfo=_dt.timezone.utc)
+
+
 def import_arm_snapshots(
-    path: str | os.PathLike[str],
-    landing_dir: str | os.PathLike[str],
-    *,
-    layout: str = "asos",
-    start_date: str | _dt.date = "2021-01-04",
-    org_id: str = "asos",
-    task_type: str = "online_retail",
-    mde_relative: float = 0.01,
-    alpha: float = 0.05,
-    power: float = 0.8,
-    min_samples_per_arm: int = 1000,
-    randomization_unit: str = "user",
-    family_per_experiment: bool = True,
+    path: str | os.PathLike[str], landing_dir: str | os.PathLike[str], *, layout: str = "asos", **options
 ) -> ArmSnapshotSummary:
     """Import an aggregate export as ``arm_snapshots`` (+ registrations for ``asos``).
 
@@ -92,7 +101,7 @@ def import_arm_snapshots(
     same file replaces them. Every registration is checked by the landing contract first;
     if one is refused, nothing lands and the error lists the reasons.
 
-    Options (defaults and why):
+    Options (the fields of :class:`AsosOptions`; defaults and why):
 
     * ``layout="asos"``: the bundled dataset; ``"generic"`` for landing-shaped snapshots.
     * ``start_date="2021-01-04"``: the ASOS data give only time since start, not dates; a
@@ -125,55 +134,62 @@ def import_arm_snapshots(
     name = f"arm_snapshots-{layout}-{safe_name(src.stem)}"
     if layout == "generic":
         return _import_generic(src, landing_dir, name)
-
-    start = (
-        _dt.date.fromisoformat(start_date) if isinstance(start_date, str) else start_date
+    opts = AsosOptions(**options)
+    df = _read_asos(src, opts.start)
+    treatment, control, snapshots = _asos_snapshots(df)
+    experiments = _asos_registrations(df, opts)
+    writes = [
+        write_landing(experiments, landing_dir, "experiments", time_column="registered_at",
+                      name=name, json_columns=["arms", "guardrails", "metric_caps"], fmt="parquet"),
+        write_landing(snapshots, landing_dir, "arm_snapshots", time_column="at", name=name, fmt="parquet"),
+    ]
+    return ArmSnapshotSummary(
+        rows_read=df.height,
+        records_written={w.table: w.rows for w in writes},
+        files_written=[p for w in writes for p in w.files],
+        experiment_ids=experiments["experiment_id"].to_list(),
+        treatment_snapshots=treatment.height,
+        control_snapshots=control.height,
+        conflicting_control_keys=control.group_by(["experiment_id", "metric", "at"]).len().filter(pl.col("len") > 1).height,
+        experiment_arms=df.select("experiment_id", "variant_id").unique().height,
     )
-    start_dt = _dt.datetime(start.year, start.month, start.day, tzinfo=_dt.timezone.utc)
+
+
+def _read_asos(src: Path, start: _dt.datetime) -> pl.DataFrame:
+    """The ASOS rows typed, with their time ``at`` and metric name."""
     df = read_source(src, string_columns=["experiment_id"])
     missing = [c for c in ASOS_COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"{src}: missing column(s) {missing} for layout 'asos'")
-    df = df.with_columns(
+    return df.with_columns(
         pl.col("experiment_id").cast(pl.String),
         pl.col("variant_id").cast(pl.Int64),
         pl.col("metric_id").cast(pl.Int64),
         *[pl.col(c).cast(pl.Float64) for c in ASOS_COLUMNS[3:]],
     ).with_columns(
-        (
-            pl.lit(start_dt)
-            + pl.duration(seconds=(pl.col("time_since_start") * 86400.0).round(0).cast(pl.Int64))
-        ).alias("at"),
+        (pl.lit(start) + pl.duration(seconds=(pl.col("time_since_start") * 86400.0).round(0).cast(pl.Int64))).alias("at"),
         _metric_name(pl.col("metric_id")).alias("metric"),
     )
 
-    treatment = df.select(
-        "experiment_id",
-        pl.format("variant_{}", pl.col("variant_id")).alias("arm"),
-        "metric",
-        "at",
-        pl.col("count_t").round(0).cast(pl.Int64).alias("n"),
-        pl.col("mean_t").alias("mean"),
-        pl.col("variance_t").alias("variance"),
-    )
-    control = df.select(
-        "experiment_id",
-        pl.lit("control").alias("arm"),
-        "metric",
-        "at",
-        pl.col("count_c").round(0).cast(pl.Int64).alias("n"),
-        pl.col("mean_c").alias("mean"),
-        pl.col("variance_c").alias("variance"),
-    ).unique(maintain_order=True)
-    conflicts = (
-        control.group_by(["experiment_id", "metric", "at"]).len().filter(pl.col("len") > 1).height
-    )
-    # control first, then variants, each in source order of first appearance
-    snapshots = pl.concat([control, treatment]).sort(
-        ["experiment_id", "at", "metric", "arm"], maintain_order=True
-    )
 
-    # registrations
+def _asos_snapshots(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The treatment snapshots, the control snapshots (an identical repeat written once), and
+    both in landing order: control first, then variants, each in source order of first appearance."""
+    def arm_rows(arm: pl.Expr, side: str) -> pl.DataFrame:
+        return df.select(
+            "experiment_id", arm.alias("arm"), "metric", "at",
+            pl.col(f"count_{side}").round(0).cast(pl.Int64).alias("n"),
+            pl.col(f"mean_{side}").alias("mean"), pl.col(f"variance_{side}").alias("variance"),
+        )
+
+    treatment = arm_rows(pl.format("variant_{}", pl.col("variant_id")), "t")
+    control = arm_rows(pl.lit("control"), "c").unique(maintain_order=True)
+    snapshots = pl.concat([control, treatment]).sort(["experiment_id", "at", "metric", "arm"], maintain_order=True)
+    return treatment, control, snapshots
+
+
+def _asos_registrations(df: pl.DataFrame, opts: AsosOptions) -> pl.DataFrame:
+    """One registration per experiment, checked by the landing contract (a refusal lands nothing)."""
     first_success = (
         df.filter((pl.col("metric_id") == 1) & (pl.col("mean_c") > 0))
         .sort(["experiment_id", "time_since_start"])
@@ -187,51 +203,7 @@ def import_arm_snapshots(
         .group_by("experiment_id", maintain_order=True)
         .agg(pl.col("variant_id"))
     ).join(first_success, on="experiment_id", how="left")
-    registered_at = start_dt - _dt.timedelta(seconds=1)
-    rows = []
-    for eid, vids, baseline in variants.iter_rows():
-        arm_names = ["control"] + [f"variant_{v}" for v in vids]
-        arms = [{"name": "control", "payload": {"source_arm": "control"}, "allocation": None}]
-        arms += [
-            {"name": f"variant_{v}", "payload": {"source_arm": "treatment", "variant_id": v},
-             "allocation": None}
-            for v in vids
-        ]
-        rows.append(
-            {
-                "experiment_id": eid,
-                "org_id": org_id,
-                "task_type": f"{task_type}/{eid}" if family_per_experiment else task_type,
-                "kind": "other",
-                "hypothesis": (
-                    f"ASOS experiment {eid}: {', '.join(arm_names[1:])} vs control increase "
-                    f"metric 1 (binary, 'success'). Source: {ASOS_CITATION}; dates are "
-                    f"relative to an assumed start {start.isoformat()}."
-                ),
-                "arms": json.dumps(arms, separators=(",", ":")),
-                "control_arm": "control",
-                "primary_metric": "success",
-                "direction": "increase",
-                "mde": (mde_relative * baseline) if baseline is not None else None,
-                "alpha": float(alpha),
-                "power": float(power),
-                "baseline_mean": baseline,
-                "baseline_sd": None,
-                "min_samples_per_arm": int(min_samples_per_arm),
-                "randomization_unit": randomization_unit,
-                "sessions_per_unit": "many",
-                "guardrails": "[]",
-                "metric_caps": None,
-                "expected_verified_share": 1.0,
-                "registered_at": registered_at,
-            }
-        )
-    experiments = pl.DataFrame(
-        rows,
-        schema_overrides={"mde": pl.Float64, "baseline_mean": pl.Float64,
-                          "baseline_sd": pl.Float64, "metric_caps": pl.String,
-                          "registered_at": pl.Datetime("us", "UTC")},
-    )
+    rows = [_asos_registration(eid, vids, baseline, opts) for eid, vids, baseline in variants.iter_rows()]
     refused = [
         f"{row['experiment_id']}: " + "; ".join(f"{rule}: {why}" for rule, why in problems)
         for row, problems in zip(rows, check_records(
@@ -243,21 +215,46 @@ def import_arm_snapshots(
     ]
     if refused:
         raise ValueError("registrations the contract refuses, nothing landed: " + " | ".join(refused[:10]))
-    writes = [
-        write_landing(experiments, landing_dir, "experiments", time_column="registered_at",
-                      name=name, json_columns=["arms", "guardrails", "metric_caps"], fmt="parquet"),
-        write_landing(snapshots, landing_dir, "arm_snapshots", time_column="at", name=name, fmt="parquet"),
-    ]
-    return ArmSnapshotSummary(
-        rows_read=df.height,
-        records_written={w.table: w.rows for w in writes},
-        files_written=[p for w in writes for p in w.files],
-        experiment_ids=experiments["experiment_id"].to_list(),
-        treatment_snapshots=treatment.height,
-        control_snapshots=control.height,
-        conflicting_control_keys=conflicts,
-        experiment_arms=df.select("experiment_id", "variant_id").unique().height,
+    return pl.DataFrame(
+        rows,
+        schema_overrides={"mde": pl.Float64, "baseline_mean": pl.Float64,
+                          "baseline_sd": pl.Float64, "metric_caps": pl.String,
+                          "registered_at": pl.Datetime("us", "UTC")},
     )
+
+
+def _asos_registration(eid: str, vids: list[int], baseline: float | None, opts: AsosOptions) -> dict:
+    arm_names = ["control"] + [f"variant_{v}" for v in vids]
+    arms = [{"name": "control", "payload": {"source_arm": "control"}, "allocation": None}]
+    arms += [{"name": f"variant_{v}", "payload": {"source_arm": "treatment", "variant_id": v}, "allocation": None}
+             for v in vids]
+    return {
+        "experiment_id": eid,
+        "org_id": opts.org_id,
+        "task_type": f"{opts.task_type}/{eid}" if opts.family_per_experiment else opts.task_type,
+        "kind": "other",
+        "hypothesis": (
+            f"ASOS experiment {eid}: {', '.join(arm_names[1:])} vs control increase "
+            f"metric 1 (binary, 'success'). Source: {ASOS_CITATION}; dates are "
+            f"relative to an assumed start {opts.start.date().isoformat()}."
+        ),
+        "arms": json.dumps(arms, separators=(",", ":")),
+        "control_arm": "control",
+        "primary_metric": "success",
+        "direction": "increase",
+        "mde": (opts.mde_relative * baseline) if baseline is not None else None,
+        "alpha": float(opts.alpha),
+        "power": float(opts.power),
+        "baseline_mean": baseline,
+        "baseline_sd": None,
+        "min_samples_per_arm": int(opts.min_samples_per_arm),
+        "randomization_unit": opts.randomization_unit,
+        "sessions_per_unit": "many",
+        "guardrails": "[]",
+        "metric_caps": None,
+        "expected_verified_share": 1.0,
+        "registered_at": opts.start - _dt.timedelta(seconds=1),
+    }
 
 
 def _import_generic(src: Path, landing_dir, name: str) -> ArmSnapshotSummary:

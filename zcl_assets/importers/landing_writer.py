@@ -191,7 +191,6 @@ def write_landing(
     name: str,
     json_columns: Iterable[str] = (),
     fallback_day: str | _dt.date | None = None,
-    schema_version: int = SCHEMA_VERSION,
     remove_stale: bool = True,
     extra_lines: Mapping[str, Sequence[str]] | None = None,
     fmt: str = "jsonl",
@@ -209,7 +208,7 @@ def write_landing(
     * ``fallback_day`` (default: the earliest parseable day in ``records``, else 1970-01-01):
       partition for rows whose event time cannot be parsed; they are still written, raw, so
       contract validation quarantines them instead of the row being lost.
-    * ``schema_version`` (default 1, the current landing schema): added when absent.
+    * every record carries ``schema_version`` (:data:`SCHEMA_VERSION`, the current landing schema), added when absent.
     * ``remove_stale`` (default True): delete this stem's files of this table (any format) in
       day folders this call did not write, so re-importing a changed source replaces its
       earlier import instead of leaving stale rows behind.
@@ -235,7 +234,7 @@ def write_landing(
         raise ValueError(f"{table}: event-time column {time_column!r} missing")
     df = records
     if "schema_version" not in df.columns:
-        df = df.select(pl.lit(schema_version, dtype=pl.Int64).alias("schema_version"), pl.all())
+        df = df.select(pl.lit(SCHEMA_VERSION, dtype=pl.Int64).alias("schema_version"), pl.all())
 
     day_expr = _as_utc(pl.col(time_column), df.schema[time_column]).dt.date()
     days = df.select(day_expr.alias("d")).to_series()
