@@ -98,6 +98,9 @@ def test_second_night_is_idempotent_and_the_schedule_plans_the_same_look(simulat
         assert len(requests) == 1
         assert requests[0].run_config == {"ops": {"experiment_analysis": {"config": {"as_of": "2026-11-20"}}}}
         assert {k.path[-1] for k in requests[0].asset_selection}.isdisjoint({f"raw_{t}" for t in CONTRACTS})
+        # ... and leaves out the derived tables whose inputs did not change (they have nothing to read)
+        assert {k.path[-1] for k in requests[0].asset_selection}.isdisjoint({"experience", "verification_records"})
+        assert {"experiment_analysis", "analysis_report"} <= {k.path[-1] for k in requests[0].asset_selection}
         with duckdb.connect(str(warehouse), read_only=True) as con:
             before = con.execute("SELECT count(*) FROM experiment_analysis").fetchone()[0]
         with dg.DagsterInstance.ephemeral() as instance:
@@ -105,3 +108,27 @@ def test_second_night_is_idempotent_and_the_schedule_plans_the_same_look(simulat
         assert [r.success for r in results] == [True]
         with duckdb.connect(str(warehouse), read_only=True) as con:
             assert con.execute("SELECT count(*) FROM experiment_analysis").fetchone()[0] == before
+
+
+def test_a_quiet_night_leaves_out_what_has_nothing_to_read_and_what_reads_it_runs_again(simulated, tmp_path):
+    import shutil
+
+    from zcl_assets.defs.nightly import idle_assets
+    from zcl_assets.warehouse import DuckDBWarehouse
+
+    _, warehouse, _ = simulated
+    derived = {dg.AssetKey(k) for k in ("verification_records", "experience", "loop_health",
+                                        "experience_gain_by_task", "experience_gain")}
+    # After the night every consumer's cursor is at the end of the change log, under the code's fingerprints.
+    assert idle_assets(DuckDBWarehouse(path=str(warehouse))) == derived
+    copy = tmp_path / "warehouse.duckdb"
+    shutil.copy(warehouse, copy)
+    with duckdb.connect(str(copy)) as con:  # as after a change of the experience's rules (a new fingerprint)
+        con.execute("UPDATE internal.change_cursors SET fingerprint = 'older rules' WHERE consumer = 'experience'")
+    # experience rebuilds, and Experience Gain reads the experience; loop health reads sessions and records only.
+    assert idle_assets(DuckDBWarehouse(path=str(copy))) == {dg.AssetKey(k) for k in ("verification_records", "loop_health")}
+    with duckdb.connect(str(copy)) as con:  # as after a night killed between staging an outcome and its records
+        con.execute("INSERT INTO internal.change_log SELECT nextval('internal.change_seq'), 'staged_outcomes', NULL, "
+                    "session_id, NULL FROM staged_outcomes LIMIT 1")
+    assert idle_assets(DuckDBWarehouse(path=str(copy))) == set()
+    assert idle_assets(DuckDBWarehouse(path=str(tmp_path / "none.duckdb"))) == set()

@@ -7,21 +7,27 @@ staged, with the tables whose cross-row rules read them, as ranges of the daily 
 changed days are materialized; a day that lands for the first time is added as a partition
 and materialized for every landing table, so no table shows a day with data as missing. The
 last run of the night is ``nightly_job``, which then takes the night's look (the experience and
-analysis assets); with nothing changed, only the look runs.
+analysis assets); with nothing changed, no ingest runs and the derived tables with nothing to
+read are left out (:func:`idle_assets`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import NamedTuple
 
 import dagster as dg
+import duckdb
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from contracts.evaluation import load_evaluation_contracts
 from contracts.tables import CONTRACTS
 from resources import LandingStore, Warehouse
 from zcl_assets.defs.ingest.partitions import landing_days
-from zcl_assets.ingest.changes import changed_tables, tables_to_stage
+from zcl_assets.ingest.changelog import CONSUMERS
+from zcl_assets.ingest.changes import LOCK_WAIT_S, changed_tables, tables_to_stage
+from zcl_assets.warehouse import DuckDBWarehouse
 
 INGEST = dg.AssetSelection.groups("landing", "staging") - dg.AssetSelection.assets("landing_inventory")
 ANALYSIS = dg.AssetSelection.groups("experience", "analysis", "funnel") | dg.AssetSelection.assets(
@@ -88,9 +94,38 @@ def plan_night(landing: LandingStore, warehouse: Warehouse, as_of: str, known_da
             tags={ASSET_PARTITION_RANGE_START_TAG: group[0], ASSET_PARTITION_RANGE_END_TAG: group[-1]},
         ))
     if not ranges:
+        idle = idle_assets(warehouse.core)
         requests.append(dg.RunRequest(job_name="nightly_job", run_key=f"night:{as_of}", run_config=look_config(as_of),
-                                      asset_selection=_analysis_keys()))
+                                      asset_selection=[k for k in _analysis_keys() if k not in idle]))
     return NightPlan(requests, new_days)
+
+
+def idle_assets(warehouse: DuckDBWarehouse) -> set[dg.AssetKey]:
+    """The derived assets a night with nothing newly landed can leave out: those whose change-log
+    consumer has nothing to read (its own build asks the same question) and that read no asset
+    that will run. Empty when the warehouse cannot be read (then everything runs)."""
+    from zcl_assets.experience.build import experience_pending, verification_records_pending
+    from zcl_assets.experience_gain.build import experience_gain_pending, loop_health_pending
+
+    contracts = load_evaluation_contracts()
+    pending = {  # consumer: (its asset keys, whether its build would change anything), in build order
+        "verification_records": (["verification_records"], lambda con: verification_records_pending(con, contracts)),
+        "experience": (["experience"], lambda con: experience_pending(con, contracts)),
+        "loop_health": (["loop_health"], loop_health_pending),
+        "experience_gain": (["experience_gain_by_task", "experience_gain"], experience_gain_pending),
+    }
+    if not Path(warehouse.path).exists():
+        return set()
+    try:
+        reader = DuckDBWarehouse(path=warehouse.path, lock_timeout_s=LOCK_WAIT_S, memory_limit=warehouse.memory_limit)
+        with reader.connect(read_only=True) as con:
+            running: set[str] = set()
+            for consumer, (_keys, has_work) in pending.items():
+                if has_work(con) or running & set(CONSUMERS[consumer]):
+                    running.add(consumer)
+    except duckdb.Error:
+        return set()
+    return {dg.AssetKey(k) for consumer, (keys, _) in pending.items() if consumer not in running for k in keys}
 
 
 def _analysis_keys() -> list[dg.AssetKey]:

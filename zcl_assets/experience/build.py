@@ -45,15 +45,37 @@ def _contracts_text(contracts: list[EvaluationContract]) -> str:
     return ";".join(f"{c.task_type}:{','.join(c.authoritative_kinds)}:{c.source}" for c in contracts)
 
 
+def _verification_changes(con: duckdb.DuckDBPyConnection, contracts: list[EvaluationContract]) -> tuple[changelog.Changes, str]:
+    """The changes ``verification_records`` has to read (all, the first time or under new rules), and its fingerprint."""
+    fingerprint = code_fingerprint(_contracts_text(contracts), *(load_sql(n) for n in VERIFICATION_SQL))
+    full = not has_table(con, "main.verification_records")
+    return changelog.changes_since(con, "verification_records", "" if full else fingerprint), fingerprint
+
+
+def _experience_changes(con: duckdb.DuckDBPyConnection, contracts: list[EvaluationContract]) -> tuple[changelog.Changes, str]:
+    """The changes ``experience`` has to read (all, the first time or under new rules), and its fingerprint."""
+    fingerprint = code_fingerprint(_contracts_text(contracts), *(load_sql(n) for n in (*VERIFICATION_SQL, *EXPERIENCE_SQL)))
+    full = not has_table(con, "main.experience") or not has_table(con, "internal.experience_exclusions")
+    return changelog.changes_since(con, "experience", "" if full else fingerprint), fingerprint
+
+
+def verification_records_pending(con: duckdb.DuckDBPyConnection, contracts: list[EvaluationContract]) -> bool:
+    """Whether :func:`build_verification_records` would rebuild anything now (read-only)."""
+    return changelog.has_changes(con, _verification_changes(con, contracts)[0])
+
+
+def experience_pending(con: duckdb.DuckDBPyConnection, contracts: list[EvaluationContract]) -> bool:
+    """Whether :func:`build_experience` would rebuild anything now (read-only)."""
+    return changelog.has_changes(con, _experience_changes(con, contracts)[0])
+
+
 def build_verification_records(con: duckdb.DuckDBPyConnection, contracts: list[EvaluationContract]) -> bool:
     """Rebuild the verification records the changes touch (all of them the first time).
 
     Returns:
         True when anything was rebuilt.
     """
-    fingerprint = code_fingerprint(_contracts_text(contracts), *(load_sql(n) for n in VERIFICATION_SQL))
-    full = not has_table(con, "main.verification_records")
-    changes = changelog.changes_since(con, "verification_records", "" if full else fingerprint)
+    changes, fingerprint = _verification_changes(con, contracts)
     if not changelog.has_changes(con, changes):
         return False
     select = load_sql("select_verification_records")
@@ -82,10 +104,8 @@ def build_experience(con: duckdb.DuckDBPyConnection, contracts: list[EvaluationC
     Returns:
         True when anything was rebuilt.
     """
-    fingerprint = code_fingerprint(_contracts_text(contracts), *(load_sql(n) for n in (*VERIFICATION_SQL, *EXPERIENCE_SQL)))
     con.execute(load_sql("create_experience_exclusions"))
-    full = not has_table(con, "main.experience")
-    changes = changelog.changes_since(con, "experience", "" if full else fingerprint)
+    changes, fingerprint = _experience_changes(con, contracts)
     if not changelog.has_changes(con, changes):
         return False
     with transaction(con):

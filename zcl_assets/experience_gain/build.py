@@ -88,15 +88,38 @@ def pool_tables(tasks: pl.DataFrame, alpha: float = 0.05) -> pl.DataFrame:
     return pl.DataFrame(pooled, schema=POOLED_SCHEMA, orient="row") if pooled else pl.DataFrame(schema=POOLED_SCHEMA)
 
 
+def _gain_changes(con: duckdb.DuckDBPyConnection, alpha: float) -> tuple[changelog.Changes, str]:
+    """The changes the Experience Gain tables have to read (all, the first time or under new code), and their fingerprint."""
+    fingerprint = code_fingerprint(*(load_sql(f"experience_gain/{n}") for n in _GAIN_SQL), str(alpha))
+    built = has_table(con, "main.experience_gain_by_task") and has_table(con, "main.experience_gain")
+    return changelog.changes_since(con, "experience_gain", fingerprint if built else ""), fingerprint
+
+
+def _loop_health_changes(con: duckdb.DuckDBPyConnection) -> tuple[changelog.Changes, str]:
+    """The changes ``loop_health`` has to read (all, the first time or under new code), and its fingerprint."""
+    contracts = [f"{c.source}:{','.join(c.authoritative_kinds)}" for c in load_evaluation_contracts()]
+    fingerprint = code_fingerprint(*(load_sql(f"experience_gain/{n}") for n in _LOOP_HEALTH_SQL), *contracts)
+    built = has_table(con, "main.loop_health") and has_table(con, "internal.loop_health_days")
+    return changelog.changes_since(con, "loop_health", fingerprint if built else ""), fingerprint
+
+
+def experience_gain_pending(con: duckdb.DuckDBPyConnection, alpha: float = 0.05) -> bool:
+    """Whether :func:`build_experience_gain` would recompute anything now (read-only)."""
+    return changelog.has_changes(con, _gain_changes(con, alpha)[0])
+
+
+def loop_health_pending(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether :func:`build_loop_health` would recount anything now (read-only)."""
+    return changelog.has_changes(con, _loop_health_changes(con)[0])
+
+
 def build_experience_gain(con: duckdb.DuckDBPyConnection, alpha: float = 0.05) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Bring ``experience_gain_by_task`` and ``experience_gain`` up to date; returns their rows.
 
     The tasks (memory_mode experiments) whose experience rows or registration changed since the
     last build are read again; the others keep their rows; the pooled rows follow from all.
     """
-    fingerprint = code_fingerprint(*(load_sql(f"experience_gain/{n}") for n in _GAIN_SQL), str(alpha))
-    built = has_table(con, "main.experience_gain_by_task") and has_table(con, "main.experience_gain")
-    changes = changelog.changes_since(con, "experience_gain", fingerprint if built else "")
+    changes, fingerprint = _gain_changes(con, alpha)
     if not changelog.has_changes(con, changes):
         return (con.execute("SELECT * FROM experience_gain_by_task").pl(), con.execute("SELECT * FROM experience_gain").pl())
     scope = con.execute("SELECT experiment_id FROM staged_experiments" if changes.full else
@@ -129,10 +152,8 @@ def build_loop_health(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     (a session's start, or the start of a session whose verification records changed), the
     weeks summed again from them.
     """
-    contracts = [f"{c.source}:{','.join(c.authoritative_kinds)}" for c in load_evaluation_contracts()]
-    fingerprint = code_fingerprint(*(load_sql(f"experience_gain/{n}") for n in _LOOP_HEALTH_SQL), *contracts)
     con.execute(load_sql("experience_gain/create_loop_health_days"))
-    changes = changelog.changes_since(con, "loop_health", fingerprint if has_table(con, "main.loop_health") else "")
+    changes, fingerprint = _loop_health_changes(con)
     if changelog.has_changes(con, changes):
         from_day = FIRST_DAY if changes.full else _first_changed_day(con, changes.relation)
         with transaction(con):
