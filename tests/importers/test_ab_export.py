@@ -259,8 +259,8 @@ def test_corrected_export_keeps_the_ids_of_unchanged_rows(tmp_path):
     tiny_import(tmp_path, src)
     first = {r["session_id"] for r in read_lines(tmp_path / "landing", "sessions")}
     lines = TINY.splitlines()
-    # Row 2 removed, rows reordered, row 7's outcome corrected from 0 to 1.
-    corrected = [lines[0], lines[7].replace(",0,x", ",1,x"), *reversed(lines[3:7]), lines[1]]
+    # Row 4 removed, rows reordered, row 7's outcome corrected from 0 to 1 (every mapped variant still occurs).
+    corrected = [lines[0], lines[7].replace(",0,x", ",1,x"), *reversed([lines[2], lines[3], lines[5], lines[6]]), lines[1]]
     src.write_text("\n".join(corrected) + "\n")
     tiny_import(tmp_path, src)
     second = {r["session_id"] for r in read_lines(tmp_path / "landing", "sessions")}
