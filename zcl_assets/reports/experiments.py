@@ -16,22 +16,23 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import duckdb
 import polars as pl
 
 from sql import load_sql
 from zcl_assets.analysis.look import look_end
+from zcl_assets.reports import alarms as _alarms
+from zcl_assets.reports.methods import NOT_COMPUTED
 from zcl_assets.stats.decision import Label
 
 OWN_KINDS = frozenset({"order", "inclusion", "memory_mode"})
 """Registration kinds of the project's own context experiments; importers register ``other``."""
 
-DECIDED = frozenset({Label.ADOPT.value, Label.REJECT.value, Label.NO_EFFECT.value, Label.INCONCLUSIVE.value})
-NOT_COMPUTED = "not computed"
 
-ATTENTION_ORDER = ("invalid", "decided", "continuing", NOT_COMPUTED)
-"""How reports sort experiments: what needs attention first (DESIGN section 3 vocabulary)."""
+ATTENTION_ORDER = _alarms.ATTENTION_ORDER
+"""How reports group experiments, what needs attention first (``reports/alarms.py``)."""
 
 
 def _present(row: dict, name: str) -> object:
@@ -212,17 +213,21 @@ class ExperimentView:
                 reasons.append(prefix + str(reason))
         return "; ".join(reasons)
 
+    @cached_property
+    def alarms(self) -> list[_alarms.Alarm]:
+        """Every alarm of the look, most severe first (``reports/alarms.py``)."""
+        return _alarms.alarms(self)
+
     @property
     def attention(self) -> str:
-        """``invalid``, ``decided``, ``continuing`` or ``not computed`` (the order reports sort by)."""
-        decision = self.decision
-        if decision == Label.INVALID.value:
-            return "invalid"
-        if decision in DECIDED:
-            return "decided"
-        if decision == NOT_COMPUTED:  # no look of it yet
-            return NOT_COMPUTED
-        return "continuing"
+        """The group of :data:`ATTENTION_ORDER` (invalid, alarm, decided, continuing, not computed)."""
+        return _alarms.attention(self)
+
+    @property
+    def stalled_since(self) -> str | None:
+        """The day of the last new unit when the experiment is stalled (no days-left figure then), else None."""
+        found = [a for a in self.alarms if a.kind == "stalled"]
+        return _alarms.last_new_units(self) if found else None
 
     # -- trust: SRM, progress, verified share ------------------------------------------------------
     @property
@@ -411,8 +416,10 @@ def load_views(
 
 
 def sort_views(views: Sequence[ExperimentView]) -> list[ExperimentView]:
-    """Attention group first (:data:`ATTENTION_ORDER`), own experiments first, then org and id."""
-    return sorted(views, key=lambda v: (ATTENTION_ORDER.index(v.attention), not v.is_own, v.org_id, v.experiment_id))
+    """What needs attention first: the group of :data:`ATTENTION_ORDER` and the rank within it (the most
+    severe alarm, or reject, adopt, no_effect, inconclusive: ``reports/alarms.py``), then own experiments
+    first, then organization and id."""
+    return sorted(views, key=lambda v: (*_alarms.attention_rank(v), not v.is_own, v.org_id, v.experiment_id))
 
 
 def _quarantine(con: duckdb.DuckDBPyConnection, tables: set[str]) -> pl.DataFrame:
