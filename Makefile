@@ -35,4 +35,4 @@ dev: $(STAMP)
 	$(BIN)/dagster dev -w workspace.yaml
 
 clean:
-	rm -rf $(VENV) data dagster_home/storage dagster_home/history dagster_home/schedules dagster_home/logs
+	rm -rf $(VENV) data dagster_home/storage dagster_home/history dagster_home/schedules dagster_home/logs dagster_home/zcl_warehouse

@@ -308,7 +308,7 @@ analysis would exclude most of the export (``delivered_arm_mismatch``), almost s
 
 def _values_present(column: pl.Series, limit: int = 10) -> str:
     counts = column.drop_nulls().value_counts(sort=True)
-    shown = ", ".join(f"{v!r} ({n:,} rows)" for v, n in counts.head(limit).iter_rows())
+    shown = ", ".join(f"{v!r} ({n:,} row{'' if n == 1 else 's'})" for v, n in counts.head(limit).iter_rows())
     return shown + (f" and {counts.height - limit:,} more values" if counts.height > limit else "") if shown else "no value"
 
 

@@ -142,8 +142,10 @@ def guardrail_breached(view: ExperimentView) -> Alarm | None:
     """A guardrail whose confidence sequence lies wholly beyond its margin on the harmful side
     (its difference is treatment minus control, in the metric's own units and direction)."""
     breached = []
-    for r in view.comparisons.iter_rows(named=True):
-        if view.role_of(r.get("metric")) != "guardrail" or not (_real(r.get("cs_low")) and _real(r.get("cs_high"))):
+    metrics = view.comparisons.get_column("metric").unique().to_list() if "metric" in view.comparisons.columns else []
+    guardrails = [m for m in metrics if view.role_of(m) == "guardrail"]
+    for r in view.comparisons.filter(pl.col("metric").is_in(guardrails)).iter_rows(named=True) if guardrails else []:
+        if not (_real(r.get("cs_low")) and _real(r.get("cs_high"))):
             continue
         margin = view.margin_of(r["metric"])
         if margin is None:

@@ -127,11 +127,26 @@ class ExperimentView:
     def source(self) -> str:
         return self.comparisons.get_column("source")[0] if self.comparisons.height else "sessions"
 
+    @cached_property
+    def _metric_columns(self) -> dict[tuple[str, str], str]:
+        """The first value the analysis wrote of ``role`` and ``direction`` for each metric (read once)."""
+        written = {}
+        for column in ("role", "direction"):
+            if column in self.comparisons.columns and "metric" in self.comparisons.columns:
+                firsts = self.comparisons.drop_nulls(column).unique("metric", keep="first", maintain_order=True)
+                written.update({(m, column): v for m, v in zip(firsts.get_column("metric"), firsts.get_column(column))})
+        return written
+
+    @cached_property
+    def estimands(self) -> dict[tuple[str, str], int]:
+        """Rows per (metric, treatment arm) of the look: more than one when a metric has two estimands."""
+        if not {"metric", "treatment_arm"} <= set(self.comparisons.columns):
+            return {}
+        counts = self.comparisons.group_by(["metric", "treatment_arm"]).len()
+        return {(m, a): n for m, a, n in counts.iter_rows()}
+
     def _written(self, metric: str, column: str) -> str | None:
-        if column not in self.comparisons.columns:
-            return None
-        values = self.comparisons.filter(pl.col("metric") == metric).get_column(column).drop_nulls()
-        return values[0] if values.len() else None
+        return self._metric_columns.get((metric, column))
 
     def direction_of(self, metric: str) -> str | None:
         """``increase`` or ``decrease`` when the analysis or the registration says which way ``metric`` is good."""
@@ -163,12 +178,17 @@ class ExperimentView:
         return None
 
     # -- the look -------------------------------------------------------------------------------
-    @property
+    @cached_property
     def primary(self) -> pl.DataFrame:
         return self.comparisons.filter(pl.col("is_primary"))
 
-    def primary_rows(self) -> list[dict]:
+    @cached_property
+    def _primary_rows(self) -> list[dict]:
         return self.primary.to_dicts()
+
+    def primary_rows(self) -> list[dict]:
+        """The primary comparisons as dicts (read once per view; callers only read them)."""
+        return self._primary_rows
 
     def arms(self) -> list[Arm]:
         """Control first, then each treatment arm, with its primary-metric figures."""
@@ -223,7 +243,7 @@ class ExperimentView:
         """The group of :data:`ATTENTION_ORDER` (invalid, alarm, decided, continuing, not computed)."""
         return _alarms.attention(self)
 
-    @property
+    @cached_property
     def stalled_since(self) -> str | None:
         """The day of the last new unit when the experiment is stalled (no days-left figure then), else None."""
         found = [a for a in self.alarms if a.kind == "stalled"]

@@ -202,9 +202,8 @@ def comparison_label(view: ExperimentView, row: dict) -> str:
     user-randomized experiment reports the session-weighted ratio of sums beside the per-user mean that
     decides): ``treatment vs control (continuous mean, decides)``."""
     label = f"{row['treatment_arm']} vs {row['control_arm']}"
-    same = view.comparisons.filter(
-        (view.comparisons["metric"] == row["metric"]) & (view.comparisons["treatment_arm"] == row["treatment_arm"]))
-    if same.height > 1 and row.get("metric_kind"):
+    if view.estimands.get((row["metric"], row["treatment_arm"]), 1) > 1 and row.get("metric_kind"):
         kind = str(row["metric_kind"]).replace("_", " ")
         label += f" ({kind}{', decides' if row.get('decision') else ', reported beside'})"
     return label
+

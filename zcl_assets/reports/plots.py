@@ -176,6 +176,9 @@ def _legend(canvas: Canvas, y: float, items: list[tuple[str, str]]) -> float:
     return y + 16
 
 
+_HISTORY_COLUMNS = ["as_of", "treatment_arm", "cs_low", "cs_high", "ci_low", "ci_high", "difference", "n_control"]
+
+
 def look_history(view: ExperimentView) -> bytes:
     """SVG of the primary comparisons over looks: difference, confidence sequence and 95% interval."""
     history = view.history
@@ -191,8 +194,10 @@ def look_history(view: ExperimentView) -> bytes:
         canvas.text(10, y + 10, f"showing {len(arms)} of {count(view.primary.height)} comparisons (the smallest "
                     "Holm-adjusted anytime-valid p)", 10, fill=NOTE_COLOUR)
         y += 15
+    drawn = history.select(_HISTORY_COLUMNS).filter(pl.col("treatment_arm").is_in(arms)) if arms else history
+    panels = drawn.partition_by("treatment_arm", as_dict=True) if arms else {}
     for arm in arms:
-        y = _history_panel(canvas, view, arm, history.filter(pl.col("treatment_arm") == arm).sort("as_of"), y)
+        y = _history_panel(canvas, view, arm, panels[(arm,)].sort("as_of"), y)
     if not arms:
         canvas.text(10, y + 14, "no look of the primary metric yet", 11, fill=NOTE_COLOUR)
         y += 24

@@ -19,6 +19,7 @@ import math
 from collections.abc import Sequence
 
 import dagster as dg
+import polars as pl
 
 from zcl_assets.reports.alarms import SYMBOL
 from zcl_assets.reports.experiments import ExperimentView
@@ -66,14 +67,17 @@ def _shown(value: object, digits: int = 4) -> float | None:
     return round(real, digits - 1 - math.floor(math.log10(abs(real))))
 
 
-def table(columns: Sequence[dg.TableColumn], rows: Sequence[dict], more: str = "") -> dg.TableMetadataValue:
+def table(columns: Sequence[dg.TableColumn], rows: Sequence[dict], more: str = "", total: int | None = None
+          ) -> dg.TableMetadataValue:
     """``MetadataValue.table`` of ``rows`` (dicts keyed by column name), in the schema's order, cut at
-    :data:`TABLE_ROWS` rows; the last row then says how many are left out and ``more`` where they are."""
+    :data:`TABLE_ROWS` rows of ``total`` (default: all of ``rows``); the last row then says how many are
+    left out and ``more`` where they are."""
     names = [c.name for c in columns]
     kept = list(rows[:TABLE_ROWS])
-    if len(rows) > TABLE_ROWS:
+    total = len(rows) if total is None else total
+    if total > TABLE_ROWS:
         label = next(c.name for c in columns if c.type == "string")
-        kept.append({label: f"\u2026 {len(rows) - TABLE_ROWS:,} more rows{': ' + more if more else ''}"})
+        kept.append({label: f"\u2026 {total - TABLE_ROWS:,} more rows{': ' + more if more else ''}"})
     records = [dg.TableRecord({n: r.get(n) for n in names}) for r in kept]  # every record has every field
     return dg.MetadataValue.table(records, schema=dg.TableSchema(columns=list(columns)))
 
@@ -129,7 +133,7 @@ def _metric_label(view: ExperimentView, metric: str) -> str:
 
 def _comparison_rows(view: ExperimentView) -> tuple[list[dict], list[dict]]:
     comparisons, descriptive = [], []
-    for r in view.comparisons.iter_rows(named=True):
+    for r in view.comparisons.head(TABLE_ROWS).iter_rows(named=True):  # the table shows no more
         label = comparison_label(view, r)
         comparisons.append({
             "metric": _metric_label(view, r["metric"]), "comparison": label, "decision": r.get("decision") or "-",
@@ -154,7 +158,9 @@ def _history_rows(view: ExperimentView) -> list[dict]:
             "units": f"{count(r['n_control'])} / {count(r['n_treatment'])}", "difference": _shown(r["difference"]),
             "cs": interval(r["cs_low"], r["cs_high"]), "decision": r.get("decision") or "-",
         }
-        for r in view.history.iter_rows(named=True) if r["treatment_arm"] in arms
+        for r in view.history.select("as_of", "treatment_arm", "control_arm", "n_control", "n_treatment", "difference",
+                                     "cs_low", "cs_high", "decision")
+        .filter(pl.col("treatment_arm").is_in(list(arms))).iter_rows(named=True)
     ]
 
 
@@ -189,8 +195,8 @@ def experiment_metadata(view: ExperimentView, forest_svg: bytes, history_svg: by
         "data_quality": f"{verified_sentence(view)}; {quarantine_sentence(view)}",
         "as_of": view.as_of,
         "arms": table(ARM_COLUMNS, arms, more),
-        "comparisons": table(COMPARISON_COLUMNS, comparisons, more),
-        "descriptive": table(DESCRIPTIVE_COLUMNS, descriptive, more),
+        "comparisons": table(COMPARISON_COLUMNS, comparisons, more, view.comparisons.height),
+        "descriptive": table(DESCRIPTIVE_COLUMNS, descriptive, more, view.comparisons.height),
         "look_history": table(HISTORY_COLUMNS, _history_rows(view), more),
         "rows_by_rule": table(QUARANTINE_COLUMNS, quarantine),
         "dagster/row_count": view.comparisons.height,
