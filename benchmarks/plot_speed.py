@@ -53,11 +53,12 @@ def _timed(draw, view: ExperimentView, repeat: int) -> tuple[float, float]:
 
 
 def wide(view: ExperimentView, arms: int = 1000) -> ExperimentView:
-    """``view`` with its first primary comparison copied to ``arms`` treatment arms, every look too."""
+    """``view`` with its first primary comparison copied to ``arms`` treatment arms, every look too (in one
+    chunk per column, as a frame read from DuckDB is)."""
     first = view.primary.head(1)
-    rows = pl.concat([first.with_columns(treatment_arm=pl.lit(f"arm-{i:04d}")) for i in range(arms)])
+    rows = pl.concat([first.with_columns(treatment_arm=pl.lit(f"arm-{i:04d}")) for i in range(arms)], rechunk=True)
     history = view.history.filter(pl.col("treatment_arm") == first.get_column("treatment_arm")[0])
-    looks = pl.concat([history.with_columns(treatment_arm=pl.lit(f"arm-{i:04d}")) for i in range(arms)])
+    looks = pl.concat([history.with_columns(treatment_arm=pl.lit(f"arm-{i:04d}")) for i in range(arms)], rechunk=True)
     return dataclasses.replace(view, comparisons=rows, history=looks)
 
 

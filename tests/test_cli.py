@@ -122,6 +122,8 @@ def test_an_instance_that_serves_one_warehouse_refuses_a_run_on_another(cli_env,
     assert f"records the runs on the warehouse {cli_env / 'warehouse.duckdb'}, and this run is on {other}" in said
     assert f"Unset DAGSTER_HOME to use the instance of other.duckdb ({cli_env / 'other_dagster_home'})" in said
     assert not other.exists() and _runs(cli_env / "dagster_home") == ["nightly_job"]  # nothing ran, nothing recorded
+    ui = CliRunner().invoke(main, ["--warehouse", str(other), "ui"])  # nor does the UI open on it (make dev)
+    assert ui.exit_code == 1 and "records the runs on the warehouse" in ui.output
 
 
 def test_the_default_warehouse_uses_the_projects_instance_as_make_dev_does(tmp_path, monkeypatch):
