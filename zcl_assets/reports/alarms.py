@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
 import polars as pl
 
@@ -32,8 +32,39 @@ from zcl_assets.reports.methods import NOT_COMPUTED
 from zcl_assets.stats.decision import Label
 from zcl_assets.stats.srm import SRM_ALPHA
 
-if TYPE_CHECKING:  # the view imports this module to sort by it
-    from zcl_assets.reports.experiments import ExperimentView
+
+class ExperimentView(Protocol):
+    """What the alarms read of an experiment as of its latest look: the members of
+    ``reports.experiments.ExperimentView`` they use (that view imports this module to sort by it,
+    so this module names what it needs instead of importing the view)."""
+
+    registration: dict
+    as_of: str
+    comparisons: pl.DataFrame
+    history: pl.DataFrame
+
+    @property
+    def control_arm(self) -> str: ...
+    @property
+    def decision(self) -> str: ...
+    @property
+    def decision_reason(self) -> str: ...
+    @property
+    def status(self) -> str | None: ...
+    @property
+    def srm_alarm(self) -> bool: ...
+    @property
+    def srm_p(self) -> float | None: ...
+    @property
+    def srm_test(self) -> str | None: ...
+    @property
+    def quarantined_rows(self) -> int: ...
+    @property
+    def excluded_rows(self) -> int: ...
+    def primary_rows(self) -> list[dict]: ...
+    def role_of(self, metric: str) -> str: ...
+    def direction_of(self, metric: str) -> str | None: ...
+    def margin_of(self, metric: str) -> float | None: ...
 
 STALLED_AFTER_DAYS = 7
 """Days without a new unit after which an experiment that still needs units is stalled (DESIGN section 6)."""
