@@ -5,6 +5,8 @@ The warehouse is the one `make run` builds: the bundled data landed by `zcl impo
 index (`analysis_report`) a person opens an invalid experiment (an SRM mismatch), one whose
 adopt is held by a breached guardrail and a stalled one, each by a link of the index, and reads
 the decision and the alarm on the first screen; no metadata element may reach beyond its pane.
+The night's HTML report is read the same way: nothing beyond the window's right edge, the
+alarms of its overview on the first screen, and its links leading to each experiment's card.
 
 Needs the system's Chromium (``apt-get install -y chromium``, Debian's package at
 ``/usr/bin/chromium``) and the ``playwright`` package, which drives that browser and never
@@ -30,6 +32,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from resources import Warehouse
+from zcl_assets.defs.reports.assets import report_path
 from zcl_assets.paths import project_root
 from zcl_assets.reports.experiments import load_views
 from zcl_assets.reports.formatting import interval
@@ -41,6 +45,7 @@ CHROMIUM_FLAGS = [
 ]
 SCREEN = {"width": 1440, "height": 900}
 INVALID, HELD, STALLED = "26bd38", "sim-ct-analysis-order", "sim-in-docs-include"
+BUNDLED_NIGHT = "2026-11-15"  # the night `bundled_night` runs (tests/reports/conftest.py)
 
 
 def _require_browser() -> None:
@@ -233,3 +238,56 @@ def test_an_analyst_finds_each_alarm_from_the_index_at_1440_by_900(bundled_night
     print("\ntime to find, by scripted clicks from the index or the Partitions filter:\n" + report)
     (tmp_path / "time-to-find.txt").write_text(report + "\n")
     assert set(found) == {INVALID, HELD, STALLED}
+
+
+PAGE_OVERFLOW = """() => {
+  // The page must not scroll sideways and no element may reach beyond the window's right edge.
+  const edge = document.documentElement.clientWidth + 1;
+  const out = [];
+  if (document.documentElement.scrollWidth > edge) out.push(['page', document.documentElement.scrollWidth, edge]);
+  for (const el of document.body.querySelectorAll('*')) {
+    const box = el.getBoundingClientRect();
+    if (box.width > 0 && box.right > edge) out.push([el.tagName, (el.innerText || '').slice(0, 60), box.right, edge]);
+  }
+  return out.slice(0, 10);
+}"""
+
+
+def _launch(p):
+    return p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS).new_page(viewport=SCREEN)
+
+
+def test_the_html_report_reads_at_1440_by_900_and_its_links_lead_to_each_card(bundled_night, tmp_path):
+    _require_browser()
+    from playwright.sync_api import expect, sync_playwright
+
+    path = report_path(Warehouse(path=str(bundled_night.warehouse)), BUNDLED_NIGHT)
+    assert path.exists() and str(path) in bundled_night.outputs["run"]  # `zcl run` says where it is
+    with duckdb.connect(str(bundled_night.warehouse), read_only=True) as con:
+        views = {v.experiment_id: v for v in load_views(con)}
+    with sync_playwright() as p:
+        page = _launch(p)
+        try:
+            page.goto(path.as_uri())
+            # the overview leads with the most severe alarm: its row, badge and alarm on the first screen
+            first = page.locator("table").first.locator("tr").nth(1)
+            expect(first).to_contain_text(INVALID)
+            expect(first).to_contain_text("SRM mismatch")
+            assert _on_first_screen(first), first.bounding_box()
+            assert page.evaluate(PAGE_OVERFLOW) == []
+            _shoot(page, tmp_path, "html-report.png")
+            for experiment, alarm in ((INVALID, "SRM mismatch"), (HELD, "guardrail tokens breached"),
+                                      (STALLED, "stalled since 2026-10-15")):
+                page.locator("table").first.get_by_role("link", name=experiment, exact=True).click()
+                card = page.locator(f"div.card:has(h3:has-text('{experiment}'))").first
+                heading = card.locator("h3")
+                expect(heading).to_contain_text(views[experiment].decision)
+                assert _on_first_screen(heading), (experiment, heading.bounding_box())
+                marked = card.locator("div.alarms li").first
+                expect(marked).to_contain_text(f"\u26a0 {alarm}")
+                assert _on_first_screen(marked), (experiment, marked.bounding_box())
+                assert page.evaluate(PAGE_OVERFLOW) == [], experiment
+                if experiment == HELD:
+                    _shoot(page, tmp_path, "html-report-card.png")
+        finally:
+            page.context.browser.close()

@@ -189,13 +189,20 @@ def _overview_rows(v: ExperimentView) -> list[str]:
             f"<td class=l>{_e(r['treatment_arm'] + ' vs ' + r['control_arm'])}</td>"
             f"<td>{_e(signed(r['difference']))}</td><td>{_e(interval(r['cs_low'], r['cs_high']))}</td>"
             f"<td>{_e(f'{fraction:.0%}' if fraction is not None else '-')}</td>"
-            f"<td>{_e(days_left_text(v) if v.days_left is not None or v.stalled_since else '-')}</td>"
+            f"<td>{_e(_days_cell(v))}</td>"
             f"<td class=l>{_e(v.srm_status) if i == 0 else ''}</td></tr>"
         )
     if len(primary) > OVERVIEW_ROWS:
         rows.append(f"<tr><td></td><td></td><td></td><td></td><td class=l colspan=6 class=muted>and "
                     f"{len(primary) - OVERVIEW_ROWS:,} more comparisons: <a href=#{_anchor(v)}>its card</a></td></tr>")
     return rows
+
+
+def _days_cell(view: ExperimentView) -> str:
+    """Days left in the overview: ``stalled`` for a stalled experiment (its alarm and card say since when)."""
+    if view.stalled_since:
+        return "stalled"
+    return days_left_text(view) if view.days_left is not None else "-"
 
 
 def _card(view: ExperimentView, plots: tuple[bytes, bytes] | None) -> str:
