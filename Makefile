@@ -30,9 +30,9 @@ test: $(STAMP)
 mutation: $(STAMP)
 	$(BIN)/python benchmarks/mutation.py
 
-## Open the Dagster UI on the same instance that `zcl run` writes to.
+## Open the Dagster UI on the same instance that `zcl run` writes to (refused if it serves another warehouse).
 dev: $(STAMP)
-	$(BIN)/dagster dev -w workspace.yaml
+	$(BIN)/zcl ui
 
 clean:
-	rm -rf $(VENV) data dagster_home/storage dagster_home/history dagster_home/schedules dagster_home/logs
+	rm -rf $(VENV) data dagster_home/storage dagster_home/history dagster_home/schedules dagster_home/logs dagster_home/zcl_warehouse

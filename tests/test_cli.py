@@ -6,6 +6,9 @@ import pytest
 from click.testing import CliRunner
 
 from zcl_assets.cli import main
+from zcl_assets.paths import project_root
+
+PROJECT_HOME = project_root() / "dagster_home"
 
 
 @pytest.fixture
@@ -88,3 +91,50 @@ def test_a_run_says_how_many_rows_it_staged_and_quarantined_by_rule(cli_env):
     # the new day staged one row; the quarantine did not change, and every rule is still listed
     assert "  sessions: 3 (+1) staged; 2 quarantined: bad_type 1, missing_field 1\n" \
         "    files not read (their rows are in no count above): 1: bad_landing_path 1\n" in result.output
+
+
+def _runs(home) -> list[str]:
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return [r.job_name for r in instance.get_runs()]
+
+
+def test_a_run_on_another_warehouse_uses_its_own_instance_beside_it(cli_env, monkeypatch):
+    monkeypatch.delenv("DAGSTER_HOME")
+    other = cli_env / "elsewhere" / "other.duckdb"
+    result = CliRunner().invoke(main, ["--warehouse", str(other), "run", "--as-of", "2026-10-02"])
+    assert result.exit_code == 0, result.output
+    home = cli_env / "elsewhere" / "other_dagster_home"
+    assert (home / "dagster.yaml").read_text() == (PROJECT_HOME / "dagster.yaml").read_text()
+    assert (home / "zcl_warehouse").read_text().strip() == "../other.duckdb"
+    assert _runs(home) == ["nightly_job"]
+    assert f"zcl --warehouse {other} ui" in result.output
+
+
+def test_an_instance_that_serves_one_warehouse_refuses_a_run_on_another(cli_env, monkeypatch):
+    first = CliRunner().invoke(main, ["run", "--as-of", "2026-10-02"])  # claims the instance for warehouse.duckdb
+    assert first.exit_code == 0, first.output
+    other = cli_env / "other.duckdb"
+    second = CliRunner().invoke(main, ["--warehouse", str(other), "run", "--as-of", "2026-10-02"])
+    assert second.exit_code == 1
+    said = " ".join(second.output.split())
+    assert f"records the runs on the warehouse {cli_env / 'warehouse.duckdb'}, and this run is on {other}" in said
+    assert f"Unset DAGSTER_HOME to use the instance of other.duckdb ({cli_env / 'other_dagster_home'})" in said
+    assert not other.exists() and _runs(cli_env / "dagster_home") == ["nightly_job"]  # nothing ran, nothing recorded
+    ui = CliRunner().invoke(main, ["--warehouse", str(other), "ui"])  # nor does the UI open on it (make dev)
+    assert ui.exit_code == 1 and "records the runs on the warehouse" in ui.output
+
+
+def test_the_default_warehouse_uses_the_projects_instance_as_make_dev_does(tmp_path, monkeypatch):
+    root = tmp_path / "project"  # a project root of its own (ZCL_HOME), so the checkout's instance is not touched
+    (root / "dagster_home").mkdir(parents=True)
+    (root / "dagster_home" / "dagster.yaml").write_text((PROJECT_HOME / "dagster.yaml").read_text())
+    monkeypatch.setenv("ZCL_HOME", str(root))
+    for name in ("DAGSTER_HOME", "ZCL_WAREHOUSE", "ZCL_LANDING_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    result = CliRunner().invoke(main, ["run", "--as-of", "2026-10-02"])
+    assert result.exit_code == 0, result.output
+    assert (root / "dagster_home" / "zcl_warehouse").read_text().strip() == "../data/warehouse.duckdb"
+    assert _runs(root / "dagster_home") == ["nightly_job"]
+    assert "the Dagster UI: make dev," in result.output

@@ -3,8 +3,9 @@
 Landing folder and warehouse come from ``--landing-dir`` / ``--warehouse``, else the
 environment (``ZCL_LANDING_DIR``, ``ZCL_WAREHOUSE``), else ``data/landing`` and
 ``data/warehouse.duckdb`` under the project root. ``zcl run`` records its runs in the Dagster
-instance at ``DAGSTER_HOME`` (default: the project's ``dagster_home/``), so ``dagster dev``
-shows them.
+instance of its warehouse: ``DAGSTER_HOME`` when set, else the project's ``dagster_home/`` for
+the default warehouse (``make dev`` shows them) and ``<warehouse name>_dagster_home/`` beside
+any other (``zcl --warehouse FILE ui`` shows them); an instance serves one warehouse.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -189,10 +191,13 @@ def import_bundled_command(obj, seed: int) -> None:
     asos = bundled_dir() / "asos_digital_experiments" / "asos_digital_experiments_dataset.csv"
     snapshots = import_arm_snapshots(asos, obj["landing"], start_date=BUNDLED_ASOS_START)
     simulated = simulate_sessions(obj["landing"], seed=seed, start=BUNDLED_SIMULATION_START)
-    land_experience_loop(obj["landing"], seed=seed, start=BUNDLED_SIMULATION_START)  # seed week, memory on/off runs
+    week, runs = land_experience_loop(obj["landing"], seed=seed, start=BUNDLED_SIMULATION_START)  # memory on/off runs
+    records = sum(simulated.records_written.values()) + sum(runs.records_written.values()) + week.events
     click.echo(
-        f"landed ASOS: {len(snapshots.experiment_ids)} experiments; simulated: "
-        f"{sum(simulated.records_written.values())} records in {len(simulated.experiments)} experiments -> {obj['landing']}"
+        f"landed ASOS: {len(snapshots.experiment_ids)} experiments; simulated: {records:,} records in "
+        f"{len(simulated.experiments) + len(runs.experiment_ids)} experiments ({len(simulated.experiments)} context "
+        f"experiments, {len(runs.experiment_ids)} memory on/off runs) and {week.admissions} exploration admissions "
+        f"-> {obj['landing']}"
     )
 
 
@@ -230,13 +235,53 @@ BUNDLED_ASOS_START = "2026-06-01"
 BUNDLED_SIMULATION_START = "2026-09-01"
 
 
-def _ensure_dagster_home() -> Path:
-    home = os.environ.get("DAGSTER_HOME")
-    path = Path(home) if home else project_root() / "dagster_home"
-    path = path.resolve()
-    path.mkdir(parents=True, exist_ok=True)
-    os.environ["DAGSTER_HOME"] = str(path)
-    return path
+INSTANCE_MARK = "zcl_warehouse"
+"""File in a Dagster instance folder naming the one warehouse whose runs it records (relative to the folder)."""
+
+
+def _instance_home(warehouse: Path) -> Path:
+    """The Dagster instance that records the runs on ``warehouse`` (exported as ``DAGSTER_HOME``):
+    ``DAGSTER_HOME`` when set; else the project's ``dagster_home/`` for the default warehouse (so
+    ``make dev`` shows the runs of ``make run``) and ``<warehouse name>_dagster_home/`` beside any
+    other warehouse. An instance serves one warehouse: a run on another is refused (``click.ClickException``),
+    so the UI never shows one warehouse's reports under another's name."""
+    warehouse = Path(warehouse).resolve()
+    if os.environ.get("DAGSTER_HOME"):
+        home = Path(os.environ["DAGSTER_HOME"]).resolve()
+    elif warehouse == (project_root() / "data" / "warehouse.duckdb").resolve():
+        home = project_root() / "dagster_home"
+    else:
+        home = warehouse.parent / f"{warehouse.stem}_dagster_home"
+        home.mkdir(parents=True, exist_ok=True)
+        if not (home / "dagster.yaml").exists():  # the project's instance config (the duckdb pool limit)
+            shutil.copy(project_root() / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    home.mkdir(parents=True, exist_ok=True)
+    held = _claim_instance(home, warehouse)
+    if held != warehouse:
+        raise click.ClickException(
+            f"the Dagster instance {home} (DAGSTER_HOME) records the runs on the warehouse {held}, and this run is on "
+            f"{warehouse}: one instance for two warehouses would show the reports of one under the name of the other. "
+            f"Unset DAGSTER_HOME to use the instance of {warehouse.name} ({warehouse.parent / (warehouse.stem + '_dagster_home')}), "
+            "or set DAGSTER_HOME to another folder"
+        )
+    os.environ["DAGSTER_HOME"] = str(home)
+    return home
+
+
+def _claim_instance(home: Path, warehouse: Path) -> Path:
+    """The warehouse ``home`` serves: the one its mark names, or ``warehouse`` when it has none yet (the
+    mark is created by a hard link, so of two first runs at once exactly one claims the instance)."""
+    mark = home / INSTANCE_MARK
+    if not mark.exists():
+        draft = home / f".{INSTANCE_MARK}.{os.getpid()}"
+        draft.write_text(os.path.relpath(warehouse, home) + "\n", encoding="utf-8")
+        try:
+            os.link(draft, mark)
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink(missing_ok=True)
+    return (home / mark.read_text(encoding="utf-8").strip()).resolve()
 
 
 def _look_day(as_of: str | None, option: str = "--as-of") -> str:
@@ -268,17 +313,31 @@ def run_command(obj, as_of: str | None) -> None:
         build_resources()  # a wrong setting (ZCL_DUCKDB_MEMORY_LIMIT) is said before a run starts
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
-    home = _ensure_dagster_home()
+    home = _instance_home(obj["warehouse"])
     before = _landed_rows(obj["warehouse"])
     with open_instance(home) as instance:
         results = run_night(instance, as_of, echo=click.echo, log_level="WARNING")
     if results and not results[-1].success:
-        click.echo(f"run {results[-1].run_id} failed; open `make dev` (DAGSTER_HOME={home}) to see why", err=True)
+        click.echo(f"run {results[-1].run_id} failed; `zcl ui` (DAGSTER_HOME={home}) shows why", err=True)
         sys.exit(1)
     changes = render_run_changes(before, _landed_rows(obj["warehouse"]))
     if changes:
         click.echo(changes + "\n")
     _print_report(obj["warehouse"], as_of, as_json=False, after_run=True)
+    _print_where(obj["warehouse"], as_of, home)
+
+
+def _print_where(warehouse: Path, as_of: str, home: Path) -> None:
+    """Where the analyst goes next: the night's HTML report and the UI of this warehouse's instance."""
+    from resources import Warehouse
+    from zcl_assets.defs.reports.assets import report_path
+
+    path = report_path(Warehouse(path=str(warehouse)), as_of)
+    if path.exists():
+        click.echo(f"\nthe night's HTML report: {path}")
+    ui = "make dev" if home == (project_root() / "dagster_home").resolve() else f"zcl --warehouse {warehouse} ui"
+    click.echo(f"the Dagster UI: {ui}, then http://localhost:3000 -> Catalog -> analysis_report (start there; "
+               f"DAGSTER_HOME={home})")
 
 
 def _landed_rows(warehouse: Path) -> dict:
@@ -290,6 +349,18 @@ def _landed_rows(warehouse: Path) -> dict:
         return {}
     with Warehouse(path=str(warehouse)).connect(read_only=True) as con:
         return landed_rows(con)
+
+
+@main.command("ui")
+@click.option("--port", type=int, default=3000, show_default=True, help="Port of the UI on localhost.")
+@click.pass_obj
+def ui_command(obj, port: int) -> None:
+    """Open the Dagster UI on this warehouse's own instance (`make dev` does it for the default warehouse)."""
+    home = _instance_home(obj["warehouse"])
+    os.environ["ZCL_WAREHOUSE"], os.environ["ZCL_LANDING_DIR"] = str(obj["warehouse"]), str(obj["landing"])
+    dagster = Path(sys.executable).parent / "dagster"
+    click.echo(f"DAGSTER_HOME={home} ZCL_WAREHOUSE={obj['warehouse']}: http://localhost:{port}")
+    os.execv(dagster, [str(dagster), "dev", "-w", str(project_root() / "workspace.yaml"), "-p", str(port)])
 
 
 @main.command("check-spark")
@@ -386,7 +457,7 @@ def _print_report(warehouse: Path, as_of: str | None, as_json: bool, after_run: 
         except ValueError as exc:
             raise click.BadParameter(f"{as_of!r} is not a date of the form YYYY-MM-DD ({exc})", param_hint="--as-of") from exc
     from zcl_assets.reports.experiments import load_views
-    from zcl_assets.reports.funnel import funnel_section, render_funnel_section
+    from zcl_assets.reports.funnel import funnel_text
     from zcl_assets.reports.summary import look_summary
     from zcl_assets.reports.text import fit, render_report
 
@@ -396,7 +467,7 @@ def _print_report(warehouse: Path, as_of: str | None, as_json: bool, after_run: 
             registered = con.execute("SELECT count(*) FROM staged_experiments").fetchone()[0] if after_run else None
             views = load_views(con, as_of, experiment_ids=experiments, org_ids=orgs)
             summary = look_summary(con, as_of) if as_json else None
-            funnel = render_funnel_section(funnel_section(con)) if not as_json and not (experiments or orgs) else ""
+            funnel = funnel_text(con, as_of) if not as_json and not (experiments or orgs) else ""
     except (FileNotFoundError, LookupError) as exc:
         if after_run and not registered:
             click.echo(f"no experiment is registered yet, so the look as of {as_of} has nothing to analyse")

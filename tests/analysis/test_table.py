@@ -87,7 +87,7 @@ def test_the_invalid_reason_names_every_signal_that_fired_with_its_figures():
     assert r["contract_violation_share"] == pytest.approx(0.10)
     assert r["decision_reason"] == (
         "invalid since 2026-10-01: the control arm's context digest drifted; contract violations exceed 5% of its "
-        f"rows (10.0% quarantined, p = {sig(r['contract_violation_p'], 3)}) (sticky until a reopened event)")
+        f"rows (10.0% quarantined or excluded, p = {sig(r['contract_violation_p'], 3)}) (sticky until a reopened event)")
     # 4,800 / 5,200 on a 50/50 design
     reg = registration("srm", ["control", "treatment"], mde=0.05, min_samples_per_arm=10)
     r = row(look([reg], [binary("srm", "control", NIGHT, 4800, 2400), binary("srm", "treatment", NIGHT, 5200, 2600)],

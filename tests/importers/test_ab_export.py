@@ -259,8 +259,8 @@ def test_corrected_export_keeps_the_ids_of_unchanged_rows(tmp_path):
     tiny_import(tmp_path, src)
     first = {r["session_id"] for r in read_lines(tmp_path / "landing", "sessions")}
     lines = TINY.splitlines()
-    # Row 2 removed, rows reordered, row 7's outcome corrected from 0 to 1.
-    corrected = [lines[0], lines[7].replace(",0,x", ",1,x"), *reversed(lines[3:7]), lines[1]]
+    # Row 4 removed, rows reordered, row 7's outcome corrected from 0 to 1 (every mapped variant still occurs).
+    corrected = [lines[0], lines[7].replace(",0,x", ",1,x"), *reversed([lines[2], lines[3], lines[5], lines[6]]), lines[1]]
     src.write_text("\n".join(corrected) + "\n")
     tiny_import(tmp_path, src)
     second = {r["session_id"] for r in read_lines(tmp_path / "landing", "sessions")}
@@ -321,3 +321,34 @@ def test_an_id_that_a_file_name_spells_like_another_experiments_is_refused_not_r
         tiny_import(tmp_path, src, experiment_id="exp_tiny")
     assert sorted(p.read_bytes() for p in (tmp_path / "landing").rglob("*.parquet")) == landed  # nothing replaced
     tiny_import(tmp_path, src, experiment_id="exp/tiny")  # the same experiment again replaces its own files
+
+
+def test_a_variant_value_the_delivered_column_never_holds_is_refused_with_the_values_present(tmp_path):
+    src = tmp_path / "tiny.csv"
+    src.write_text(TINY)
+    with pytest.raises(ValueError) as refused:
+        tiny_import(tmp_path, src, variant_map={"A": "pageA", "B": "page-B"})  # a typo of pageB
+    assert str(refused.value) == (
+        "--variant B=page-B: the delivered column 'shown' never holds 'page-B'; "
+        "it holds 'pageA' (5 rows), 'pageB' (1 row), 'pageC' (1 row)")
+    assert not (tmp_path / "landing").exists()  # nothing landed
+
+
+def test_a_mapping_that_would_exclude_most_rows_is_refused(tmp_path):
+    src = tmp_path / "tiny.csv"
+    src.write_text(TINY)
+    # arms swapped: A's four rows delivered pageA (= B now), and of B's three only u3 (pageA) matches: 6 of 7 differ
+    with pytest.raises(ValueError) as refused:
+        tiny_import(tmp_path, src, variant_map={"A": "pageB", "B": "pageA"})
+    said = str(refused.value)
+    assert said.startswith("the delivered variant differs from the assignment in 85.7% of the rows (6 of 7)")
+    assert "(--variant A=pageB, B=pageA)" in said and "the assigned column 'arm' holds 'A' (4 rows), 'B' (3 rows)" in said
+    assert not (tmp_path / "landing").exists()
+
+
+def test_the_udacity_typo_is_refused_at_import(tmp_path):
+    require_shared_data(AB_DATA)
+    with pytest.raises(ValueError, match=r"--variant treatment=new-page: the delivered column 'landing_page' never "
+                                         r"holds 'new-page'; it holds '(new|old)_page' \(147,\d{3} rows\), '(old|new)_page'"):
+        import_ab_export(AB_DATA, tmp_path / "landing", AbExportOptions(
+            experiment_id="udacity-ab", variant_map={"control": "old_page", "treatment": "new-page"}))

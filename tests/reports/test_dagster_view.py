@@ -44,7 +44,7 @@ def test_every_experiment_is_a_partition_with_decision_interval_srm_and_plan(loo
         assert metadata["srm"].value.startswith("SRM ok")
         assert "days left" in metadata["plan"].value
         assert "Decision:" in metadata["verdict"].value and len(metadata["verdict"].value) < 1000
-        assert metadata["plots"].value.count("data:image/png;base64,") == 2
+        assert metadata["plots"].value.count("data:image/svg+xml;base64,") == 2
         assert metadata["dagster/row_count"].value == 1
         history = metadata["look_history"].value
         assert [r.data["as_of"] for r in history.records] == looks and set(NIGHTS) <= set(looks)
@@ -59,8 +59,16 @@ def test_every_experiment_is_a_partition_with_decision_interval_srm_and_plan(loo
         assert len(index) == len(NIGHTS)
         latest = index[0].asset_materialization.metadata
         assert latest["dagster/row_count"].value == len(registered)
-        assert latest["experiments_invalid"].value >= 1
+        assert latest["invalid"].value >= 1
         assert [r.data["experiment"] for r in latest["experiments"].value.records][0] == SRM_EXPERIMENT
+        # the index links every experiment to its page, the one whose allocation check fires first
+        index = latest["index"].value
+        assert index.count("](/assets/experiment_report?view=partitions&partition=") == len(registered)
+        assert index.index(f"partition={SRM_EXPERIMENT})") < min(
+            index.index(f"partition={e})") for e in registered - {SRM_EXPERIMENT})
+        assert "SRM mismatch (1)" in latest["attention"].value and len(latest["attention"].value) < 1000
+        drawn = [e for e in looked.results[NIGHTS[-1]].get_asset_check_evaluations() if e.check_name == "every_page_drawn"]
+        assert [e.passed for e in drawn] == [True]
         html = Path(latest["html_report"].value)
         assert html.name == f"look-{NIGHTS[-1]}.html" and "<!DOCTYPE html>" in html.read_text(encoding="utf-8")
 

@@ -28,7 +28,7 @@ def test_the_night_keeps_one_pair_of_plots_per_experiment_and_the_html_report_re
     cache = looked.warehouse.parent / "reports" / "plots"
     with duckdb.connect(str(looked.warehouse), read_only=True) as con:
         experiments = sorted(r[0] for r in con.execute("SELECT DISTINCT experiment_id FROM experiment_analysis").fetchall())
-    kept = sorted(p.name for p in cache.glob("*.png"))
+    kept = sorted(p.name for p in cache.glob("*.svg"))
     assert len(kept) == 2 * len(experiments)  # the earlier nights' pairs were replaced, not piled up
     assert sorted({name.split(".")[0] for name in kept}) == sorted(plots_module._cache_name(e) for e in experiments)
 
@@ -42,7 +42,7 @@ def test_the_night_keeps_one_pair_of_plots_per_experiment_and_the_html_report_re
 def test_a_kept_pair_is_the_pair_drawn_and_a_changed_view_is_drawn_again(view, tmp_path, monkeypatch):
     drawn = plots_module.forest_plot(view), plots_module.look_history(view)
     assert plots_module.plots(view, tmp_path) == drawn
-    assert len(list(tmp_path.glob("*.png"))) == 2
+    assert len(list(tmp_path.glob("*.svg"))) == 2
 
     with monkeypatch.context() as m:
         m.setattr(plots_module, "forest_plot", _never_drawn)
@@ -56,7 +56,7 @@ def test_a_kept_pair_is_the_pair_drawn_and_a_changed_view_is_drawn_again(view, t
     monkeypatch.setattr(plots_module, "look_history", lambda v: b"history")
     assert plots_module.plots(later, tmp_path) == (b"forest", b"history")
     assert calls == [later]
-    assert sorted(p.read_bytes() for p in tmp_path.glob("*.png")) == [b"forest", b"history"]  # the old pair is gone
+    assert sorted(p.read_bytes() for p in tmp_path.glob("*.svg")) == [b"forest", b"history"]  # the old pair is gone
 
 
 def test_a_folder_that_cannot_be_written_still_gives_the_plots(view, tmp_path):
@@ -80,12 +80,12 @@ def test_two_experiments_whose_ids_differ_only_in_a_character_a_file_name_cannot
     second = dataclasses.replace(view, registration={**view.registration, "experiment_id": "exp_a"})
     plots_module.plots(first, tmp_path)
     plots_module.plots(second, tmp_path)
-    assert len(list(tmp_path.glob("*.png"))) == 4  # neither pair replaced the other
+    assert len(list(tmp_path.glob("*.svg"))) == 4  # neither pair replaced the other
 
 
 def test_a_kept_plot_cut_short_or_replaced_is_drawn_again(view, tmp_path):
     drawn = plots_module.plots(view, tmp_path)
-    forest = next(tmp_path.glob("*.forest.png"))
+    forest = next(tmp_path.glob("*.forest.svg"))
     forest.write_bytes(forest.read_bytes()[:100])  # cut short
     assert plots_module.plots(view, tmp_path) == drawn
     forest.write_text("not an image")

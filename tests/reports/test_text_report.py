@@ -56,7 +56,7 @@ def test_the_decision_leads_then_its_reason_interval_and_adjusted_p(looked):
         ).fetchone()
     lines = report(looked, "--experiment", SRM_EXPERIMENT).splitlines()
     overview = next(line for line in lines if line[13:].startswith(SRM_EXPERIMENT))
-    assert decision == "invalid" and overview.startswith("invalid")  # a sample ratio mismatch invalidates
+    assert decision == "invalid" and overview.startswith("\u26a0 invalid")  # a sample ratio mismatch invalidates, marked
     flat = " ".join(line.strip() for line in lines)
     assert flat.index(f"Decision: invalid ({reason})") < flat.index("per arm, units and")
     assert f"(Holm-adjusted {p_value(adjusted)})" in flat

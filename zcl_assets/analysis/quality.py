@@ -242,7 +242,7 @@ def reasons(valid: Validity, e: np.ndarray, d: np.ndarray) -> list[str | None]:
         pl.when(pl.col("imb")).then(pl.format("verified outcomes imbalanced between arms (p = {} < {})",
                                       pl.col("imb_p").round_sig_figs(3), pl.lit(SRM_ALPHA))),
         pl.when(pl.col("dri")).then(pl.lit("the control arm's context digest drifted")),
-        pl.when(pl.col("vio")).then(pl.format("contract violations exceed {}% of its rows ({}% quarantined, p = {})",
+        pl.when(pl.col("vio")).then(pl.format("contract violations exceed {}% of its rows ({}% quarantined or excluded, p = {})",
                                       pl.lit(round(VIOLATION_THRESHOLD * 100)), (pl.col("vio_share") * 100).round(1),
                                       pl.col("vio_p").round_sig_figs(3))),
         separator="; ", ignore_nulls=True,

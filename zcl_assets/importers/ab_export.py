@@ -174,8 +174,10 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
 
     Raises:
         ValueError: a missing column, undeclared arms, a delivered column whose values are
-            not arm names and have no ``variant_map``, a variant value mapped twice, no
-            parseable timestamp, or a registration the contract refuses (with its reasons).
+            not arm names and have no ``variant_map``, a variant value mapped twice or never
+            present in the delivered column, most rows delivered another variant than assigned
+            (:data:`MOSTLY_MISMATCHED`), no parseable timestamp, or a registration the contract
+            refuses (with its reasons); every refusal lists the values present.
     """
     src = Path(path)
     o = options
@@ -193,6 +195,8 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
         if value in reverse:
             raise ValueError(f"variant_map maps {reverse[value]!r} and {arm!r} to {value!r}")
         reverse[value] = arm
+    if o.delivered_column is not None and o.variant_map:
+        _refuse_absent_variants(df.get_column(o.delivered_column), o)
     if o.delivered_column is not None and not o.variant_map:
         delivered_values = set(df.get_column(o.delivered_column).drop_nulls().unique().to_list())
         if delivered_values and not delivered_values & set(arms):
@@ -220,6 +224,7 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
         pl.col("ts").is_null() | pl.col("unit").is_null() | pl.col("arm").is_null() | pl.col("success").is_null()
     ).height
     mismatched = base.filter(pl.col("arm").is_not_null() & (pl.col("delivered_arm") != pl.col("arm"))).height
+    _refuse_mostly_mismatched(mismatched, base.filter(pl.col("arm").is_not_null()).height, df, o)
     undeclared = {
         str(label): int(n)
         for label, n in base.filter(~pl.col("arm").is_in(arms)).get_column("arm").value_counts(sort=True).iter_rows()
@@ -293,6 +298,46 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
         mismatched_rows=mismatched,
         unparseable_rows=unparseable,
         undeclared_labels=undeclared,
+    )
+
+
+MOSTLY_MISMATCHED = 0.5
+"""Share of rows whose delivered variant differs from the assignment above which an import is refused: the
+analysis would exclude most of the export (``delivered_arm_mismatch``), almost surely a wrong mapping."""
+
+
+def _values_present(column: pl.Series, limit: int = 10) -> str:
+    counts = column.drop_nulls().value_counts(sort=True)
+    shown = ", ".join(f"{v!r} ({n:,} row{'' if n == 1 else 's'})" for v, n in counts.head(limit).iter_rows())
+    return shown + (f" and {counts.height - limit:,} more values" if counts.height > limit else "") if shown else "no value"
+
+
+def _refuse_absent_variants(delivered: pl.Series, o: AbExportOptions) -> None:
+    """Raise ``ValueError`` when a value of the variant mapping never occurs in the delivered column (a typo
+    such as ``new-page`` for ``new_page`` would otherwise exclude every row of its arm)."""
+    present = set(delivered.drop_nulls().unique().to_list())
+    absent = [(arm, value) for arm, value in o.variant_map.items() if value not in present]
+    if absent:
+        named = ", ".join(f"--variant {arm}={value}" for arm, value in absent)
+        raise ValueError(
+            f"{named}: the delivered column {o.delivered_column!r} never holds "
+            f"{' or '.join(repr(v) for _, v in absent)}; it holds {_values_present(delivered)}"
+        )
+
+
+def _refuse_mostly_mismatched(mismatched: int, assigned: int, df: pl.DataFrame, o: AbExportOptions) -> None:
+    """Raise ``ValueError`` when more than :data:`MOSTLY_MISMATCHED` of the assigned rows have a delivered variant
+    that differs from their assignment (the analysis would exclude them all)."""
+    if o.delivered_column is None or assigned == 0 or mismatched / assigned <= MOSTLY_MISMATCHED:
+        return
+    mapping = ", ".join(f"{arm}={value}" for arm, value in o.variant_map.items()) or "none (arm names)"
+    raise ValueError(
+        f"the delivered variant differs from the assignment in {mismatched / assigned:.1%} of the rows "
+        f"({mismatched:,} of {assigned:,}): the analysis would exclude them all as delivered_arm_mismatch. "
+        f"Check the mapping (--variant {mapping}): the assigned column {o.assigned_column!r} holds "
+        f"{_values_present(df.get_column(o.assigned_column))}; the delivered column {o.delivered_column!r} holds "
+        f"{_values_present(df.get_column(o.delivered_column))} (or pass --delivered-column '' if delivery equals "
+        "assignment)"
     )
 
 

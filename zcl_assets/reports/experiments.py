@@ -16,22 +16,23 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import duckdb
 import polars as pl
 
 from sql import load_sql
 from zcl_assets.analysis.look import look_end
+from zcl_assets.reports import alarms as _alarms
+from zcl_assets.reports.methods import NOT_COMPUTED
 from zcl_assets.stats.decision import Label
 
 OWN_KINDS = frozenset({"order", "inclusion", "memory_mode"})
 """Registration kinds of the project's own context experiments; importers register ``other``."""
 
-DECIDED = frozenset({Label.ADOPT.value, Label.REJECT.value, Label.NO_EFFECT.value, Label.INCONCLUSIVE.value})
-NOT_COMPUTED = "not computed"
 
-ATTENTION_ORDER = ("invalid", "decided", "continuing", NOT_COMPUTED)
-"""How reports sort experiments: what needs attention first (DESIGN section 3 vocabulary)."""
+ATTENTION_ORDER = _alarms.ATTENTION_ORDER
+"""How reports group experiments, what needs attention first (``reports/alarms.py``)."""
 
 
 def _present(row: dict, name: str) -> object:
@@ -126,11 +127,26 @@ class ExperimentView:
     def source(self) -> str:
         return self.comparisons.get_column("source")[0] if self.comparisons.height else "sessions"
 
+    @cached_property
+    def _metric_columns(self) -> dict[tuple[str, str], str]:
+        """The first value the analysis wrote of ``role`` and ``direction`` for each metric (read once)."""
+        written = {}
+        for column in ("role", "direction"):
+            if column in self.comparisons.columns and "metric" in self.comparisons.columns:
+                firsts = self.comparisons.drop_nulls(column).unique("metric", keep="first", maintain_order=True)
+                written.update({(m, column): v for m, v in zip(firsts.get_column("metric"), firsts.get_column(column))})
+        return written
+
+    @cached_property
+    def estimands(self) -> dict[tuple[str, str], int]:
+        """Rows per (metric, treatment arm) of the look: more than one when a metric has two estimands."""
+        if not {"metric", "treatment_arm"} <= set(self.comparisons.columns):
+            return {}
+        counts = self.comparisons.group_by(["metric", "treatment_arm"]).len()
+        return {(m, a): n for m, a, n in counts.iter_rows()}
+
     def _written(self, metric: str, column: str) -> str | None:
-        if column not in self.comparisons.columns:
-            return None
-        values = self.comparisons.filter(pl.col("metric") == metric).get_column(column).drop_nulls()
-        return values[0] if values.len() else None
+        return self._metric_columns.get((metric, column))
 
     def direction_of(self, metric: str) -> str | None:
         """``increase`` or ``decrease`` when the analysis or the registration says which way ``metric`` is good."""
@@ -162,12 +178,17 @@ class ExperimentView:
         return None
 
     # -- the look -------------------------------------------------------------------------------
-    @property
+    @cached_property
     def primary(self) -> pl.DataFrame:
         return self.comparisons.filter(pl.col("is_primary"))
 
-    def primary_rows(self) -> list[dict]:
+    @cached_property
+    def _primary_rows(self) -> list[dict]:
         return self.primary.to_dicts()
+
+    def primary_rows(self) -> list[dict]:
+        """The primary comparisons as dicts (read once per view; callers only read them)."""
+        return self._primary_rows
 
     def arms(self) -> list[Arm]:
         """Control first, then each treatment arm, with its primary-metric figures."""
@@ -212,17 +233,21 @@ class ExperimentView:
                 reasons.append(prefix + str(reason))
         return "; ".join(reasons)
 
+    @cached_property
+    def alarms(self) -> list[_alarms.Alarm]:
+        """Every alarm of the look, most severe first (``reports/alarms.py``)."""
+        return _alarms.alarms(self)
+
     @property
     def attention(self) -> str:
-        """``invalid``, ``decided``, ``continuing`` or ``not computed`` (the order reports sort by)."""
-        decision = self.decision
-        if decision == Label.INVALID.value:
-            return "invalid"
-        if decision in DECIDED:
-            return "decided"
-        if decision == NOT_COMPUTED:  # no look of it yet
-            return NOT_COMPUTED
-        return "continuing"
+        """The group of :data:`ATTENTION_ORDER` (invalid, alarm, decided, continuing, not computed)."""
+        return _alarms.attention(self)
+
+    @cached_property
+    def stalled_since(self) -> str | None:
+        """The day of the last new unit when the experiment is stalled (no days-left figure then), else None."""
+        found = [a for a in self.alarms if a.kind == "stalled"]
+        return _alarms.last_new_units(self) if found else None
 
     # -- trust: SRM, progress, verified share ------------------------------------------------------
     @property
@@ -411,8 +436,10 @@ def load_views(
 
 
 def sort_views(views: Sequence[ExperimentView]) -> list[ExperimentView]:
-    """Attention group first (:data:`ATTENTION_ORDER`), own experiments first, then org and id."""
-    return sorted(views, key=lambda v: (ATTENTION_ORDER.index(v.attention), not v.is_own, v.org_id, v.experiment_id))
+    """What needs attention first: the group of :data:`ATTENTION_ORDER` and the rank within it (the most
+    severe alarm, or reject, adopt, no_effect, inconclusive: ``reports/alarms.py``), then own experiments
+    first, then organization and id."""
+    return sorted(views, key=lambda v: (*_alarms.attention_rank(v), not v.is_own, v.org_id, v.experiment_id))
 
 
 def _quarantine(con: duckdb.DuckDBPyConnection, tables: set[str]) -> pl.DataFrame:

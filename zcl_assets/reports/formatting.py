@@ -13,6 +13,8 @@ Examples:
     'not computed'
     >>> p_is(0.4321), p_is(1e-20)
     ('p = 0.432', 'p < 1e-16')
+    >>> number(1e308), count(1e308)
+    ('1e+308', '1e+308')
 """
 
 from __future__ import annotations
@@ -22,6 +24,12 @@ import math
 from zcl_assets.analysis.metrics import metric_spec
 from zcl_assets.reports.experiments import NOT_COMPUTED, Arm, ExperimentView
 from zcl_assets.reports.methods import method_name
+
+TABLE_ROWS = 50
+"""Rows a table of a report shows (the UI's, the HTML page's); a last row says how many more there are."""
+
+LARGE = 1e15
+"""Figures from this size on are written with an exponent (``1e+308``), never as hundreds of digits."""
 
 
 def _real(value: object) -> bool:
@@ -34,7 +42,7 @@ def number(value: object, digits: int = 3) -> str:
         return "+inf" if value > 0 else "-inf"
     if not _real(value):
         return NOT_COMPUTED
-    if value != 0 and abs(value) >= 10 ** digits:
+    if value != 0 and 10 ** digits <= abs(value) < LARGE:
         return f"{value:,.0f}"
     return f"{value:.{digits}g}"
 
@@ -59,7 +67,7 @@ def percent_interval(low: object, high: object) -> str:
 def count(value: object) -> str:
     if not _real(value):
         return NOT_COMPUTED if value is None else ("unreachable" if value == float("inf") else str(value))
-    return f"{value:,.0f}"
+    return f"{value:,.0f}" if abs(value) < LARGE else f"{value:.3g}"
 
 
 def share(value: object) -> str:
@@ -138,10 +146,18 @@ def progress_sentence(view: ExperimentView) -> str:
         fraction = view.information_fraction
         reached = f"{fraction:.0%}" if fraction is not None else NOT_COMPUTED
         plan = f"{reached} of the planned {count(view.planned_per_arm)} units per arm"
-    days = view.days_left
-    days_text = f"{number(days, 2)} days left" if days is not None else f"days left {NOT_COMPUTED}"
+    days = days_left_text(view)
+    days_text = f"{days} days left" if view.days_left is not None and not view.stalled_since else f"days left: {days}"
     power = f"; power at the MDE {view.power_at_mde:.0%}" if view.power_at_mde is not None else ""
     return f"{plan}; {days_text}{power}"
+
+
+def days_left_text(view: ExperimentView) -> str:
+    """Days left to the planned sample at current traffic; for a stalled experiment no figure (zero
+    traffic reaches nothing) but the day of its last new unit (DESIGN section 6)."""
+    if view.stalled_since:
+        return f"none at zero traffic (stalled since {view.stalled_since})"
+    return number(view.days_left, 2) if view.days_left is not None else NOT_COMPUTED
 
 
 def quarantine_sentence(view: ExperimentView) -> str:
@@ -179,3 +195,15 @@ def lift(value: object, low: object, high: object) -> str:
     if not _real(value):
         return NOT_COMPUTED
     return f"{value * 100:+.3g}% {percent_interval(low, high)}"
+
+
+def comparison_label(view: ExperimentView, row: dict) -> str:
+    """``treatment vs control``, with the kind of its estimand when the metric has more than one (a
+    user-randomized experiment reports the session-weighted ratio of sums beside the per-user mean that
+    decides): ``treatment vs control (continuous mean, decides)``."""
+    label = f"{row['treatment_arm']} vs {row['control_arm']}"
+    if view.estimands.get((row["metric"], row["treatment_arm"]), 1) > 1 and row.get("metric_kind"):
+        kind = str(row["metric_kind"]).replace("_", " ")
+        label += f" ({kind}{', decides' if row.get('decision') else ', reported beside'})"
+    return label
+

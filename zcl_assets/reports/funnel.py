@@ -96,6 +96,21 @@ def funnel_section(con: duckdb.DuckDBPyConnection) -> dict:
     return out
 
 
+def funnel_text(con: duckdb.DuckDBPyConnection, as_of: str | None = None) -> str:
+    """The funnel section of the text report as of ``as_of``: the funnel, exploration share, Experience Gain
+    and loop health are tables of the latest night, so a report of an earlier look says where they are
+    instead of printing figures of a later time beside it ("" when there is nothing to show)."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    latest = None
+    if "experiment_analysis" in tables:
+        found = con.execute("SELECT CAST(max(as_of) AS VARCHAR) FROM experiment_analysis").fetchone()[0]
+        latest = found
+    if as_of is not None and latest is not None and as_of < latest:
+        return (f"The exploration funnel, Experience Gain and loop health describe the latest night ({latest}), "
+                f"not the look of {as_of}: zcl report without --as-of shows them.")
+    return render_funnel_section(funnel_section(con))
+
+
 def _f(value: object, digits: int = 3) -> str:
     if value is None:
         return "-"

@@ -1,15 +1,62 @@
-"""Markdown renderings for the UI: tables, and one experiment's verdict with its plots."""
+r"""Markdown renderings for the UI: escaped text, tables, one experiment's verdict and its plots, the
+night's index.
+
+Every value that comes from the data (an id, an arm or metric name, a hypothesis, a reason) goes
+through :func:`text` before it is written into Markdown: the Dagster UI renders metadata with
+GitHub-flavoured Markdown, so unescaped text could add an image that fetches an outside URL, a
+link, or change the Markdown around it. A link or an image of these renderings is only ever one
+the code writes itself (:func:`experiment_link`, :func:`svg_image`).
+
+Examples:
+    >>> print(text("![pix](evil) <b>x</b>"))
+    \!\[pix\]\(evil\) \<b\>x\<\/b\>
+    >>> print(code_block("a ``` b"))
+    ````
+    a ``` b
+    ````
+"""
 
 from __future__ import annotations
 
 import base64
 import math
+import re
+from urllib.parse import quote
 
 import polars as pl
 
+from zcl_assets.reports.alarms import SYMBOL
 from zcl_assets.reports.experiments import NOT_COMPUTED, ExperimentView
-from zcl_assets.reports.formatting import count, direction_words, interval, number, p_is
+from zcl_assets.reports.formatting import count, days_left_text, direction_words, interval, p_is
 from zcl_assets.reports.methods import DECIDING_INTERVAL, method_name
+
+_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+"""ASCII punctuation: CommonMark lets a backslash escape each of these, and then it means nothing."""
+JOINER = "\u2060"
+"""WORD JOINER: invisible, breaks GitHub's literal autolinks (``www.``, ``http://``, ``a@b.c``)."""
+
+
+def text(value: object) -> str:
+    """``value`` as Markdown that shows exactly its characters: one line (a newline could start a
+    block), every ASCII punctuation character backslash-escaped, and an invisible word joiner
+    after ``:``, before ``@`` and before a ``.`` that a letter follows, so that no literal
+    autolink (``www.x.com``, ``https://...``, ``a@b.com``) forms."""
+    out = []
+    words = " ".join(str(value).split())
+    for i, char in enumerate(words):
+        if char == "@" or (char == "." and i + 1 < len(words) and words[i + 1].isalpha()):
+            out.append(JOINER)
+        out.append("\\" + char if char in _PUNCTUATION else char)
+        if char == ":":
+            out.append(JOINER)
+    return "".join(out)
+
+
+def code_block(value: str) -> str:
+    """``value`` as a fenced code block whose fence is longer than any run of backticks inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{value}\n{fence}"
 
 
 def _cell(value: object) -> str:
@@ -18,56 +65,79 @@ def _cell(value: object) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return "NaN"
-        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.0f}"
-    return str(value).replace("|", "\\|")
+        return f"{value:.4g}" if abs(value) < 1e6 or abs(value) >= 1e15 else f"{value:.0f}"
+    return text(value)
 
 
 def markdown_table(frame: pl.DataFrame) -> str:
-    """A Markdown table of ``frame`` (floats to 4 significant digits); ``"(none)"`` if empty."""
+    """A Markdown table of ``frame`` (floats to 4 significant digits, text escaped); ``"(none)"`` if empty."""
     if frame.height == 0:
         return "(none)"
-    header = "| " + " | ".join(frame.columns) + " |"
+    header = "| " + " | ".join(text(c) for c in frame.columns) + " |"
     rule = "|" + "---|" * frame.width
     rows = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in frame.iter_rows()]
     return "\n".join([header, rule, *rows])
 
 
-def png_image(png: bytes, alt: str) -> str:
-    """A Markdown image embedding ``png`` as a ``data:`` URI (the Dagster UI renders these)."""
-    return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
+def svg_image(svg: bytes, alt: str) -> str:
+    """A Markdown image embedding ``svg`` as a ``data:`` URI (the Dagster UI renders these)."""
+    return f"![{text(alt)}](data:image/svg+xml;base64,{base64.b64encode(svg).decode('ascii')})"
+
+
+def experiment_page(experiment_id: str) -> str:
+    """The path of an experiment's page in the Dagster UI (its partition of ``experiment_report``)."""
+    return f"/assets/experiment_report?view=partitions&partition={quote(experiment_id, safe='')}"
+
+
+def experiment_link(experiment_id: str) -> str:
+    """A Markdown link to the experiment's page, its id shown as text."""
+    return f"[{text(experiment_id)}]({experiment_page(experiment_id)})"
 
 
 INLINE_LIMIT = 1000
 """The Dagster UI shows a Markdown entry inline only below this many characters (else behind a button)."""
 
 
+def headline(view: ExperimentView) -> str:
+    """The verdict's heading: the decision, and the most severe alarm with its mark when there is one."""
+    decision = view.decision.upper() if view.decision != NOT_COMPUTED else "DECISION NOT COMPUTED"
+    if view.alarms:
+        return f"### {SYMBOL} {decision}: {text(view.alarms[0].title)}"
+    return f"### {decision}"
+
+
 def verdict_markdown(view: ExperimentView, limit: int = INLINE_LIMIT) -> str:
-    """The verdict in short lines (under ``limit`` characters, so the UI shows it inline, and lines
-    short enough to read in a narrow column): decision and reason, each primary comparison's
-    deciding interval with its method, SRM status, progress to the plan and days left. The
-    reason is dropped first when it would be longer."""
-    decision = view.decision.upper()
-    srm = view.srm_status.upper() if view.srm_alarm else view.srm_status
-    direction = direction_words(view.direction_of(view.primary_metric))
-    fraction = view.information_fraction
-    plan = (
-        f"{fraction:.0%} of {count(view.planned_per_arm)} units per arm" if view.plan_reachable and fraction is not None
-        else "unreachable" if not view.plan_reachable else NOT_COMPUTED
-    )
-    days = f"{number(view.days_left, 2)}" if view.days_left is not None else NOT_COMPUTED
-    lines = [
-        f"**Deciding interval** of {view.primary_metric} ({direction}):",
-        *(f"{r['treatment_arm']} vs {r['control_arm']} **{interval(r['cs_low'], r['cs_high'])}**" for r in view.primary_rows()),
-        f"method: {method_name(DECIDING_INTERVAL, cite=True)}",
-    ]
-    facts = [f"**SRM {srm}** (sequential {p_is(view.srm_p)})", f"**Plan:** {plan}", f"**Days left:** {days}",
-             f"look of {view.as_of}"]
+    """The verdict, under ``limit`` characters so the UI shows it inline, in short paragraphs that wrap
+    in a narrow column: a heading with the decision and the first alarm, each alarm marked with its
+    figures, the decision's reason, each primary comparison's deciding interval with its method, then
+    SRM status, progress to the plan and days left. The reason, then the alarms' figures, are dropped
+    first when the whole would be longer (both are entries of their own on the page)."""
+    alarms = [f"**{SYMBOL} {text(a.title)}:** {text(a.detail)}" for a in view.alarms]
+    short = [f"**{SYMBOL} {text(a.title)}**" for a in view.alarms]
     reason = view.decision_reason
-    for head in ([f"**Decision: {decision}**", reason] if reason else [f"**Decision: {decision}**"], [f"**Decision: {decision}**"]):
-        text = "\n\n".join(_lines(head) for head in (head, lines, facts))
-        if len(text) < limit:
-            return text
-    return "\n\n".join([f"**Decision: {decision}**", _lines(facts)])[: limit - 1]
+    why = [f"**Decision: {text(view.decision)}.** {text(reason)}"] if reason else [f"**Decision: {text(view.decision)}.**"]
+    bare = [f"**Decision: {text(view.decision)}.**"]
+    deciding = _lines([
+        f"**Deciding interval** of {text(view.primary_metric)} ({direction_words(view.direction_of(view.primary_metric))}), "
+        f"{method_name(DECIDING_INTERVAL, cite=True)}:",
+        *(f"{text(r['treatment_arm'])} vs {text(r['control_arm'])} **{interval(r['cs_low'], r['cs_high'])}**"
+          for r in view.primary_rows()[:6]),
+        *([f"and {view.primary.height - 6:,} more comparisons: see `comparisons`"] if view.primary.height > 6 else []),
+    ])
+    facts = _lines([f"**SRM {view.srm_status}** (sequential {p_is(view.srm_p)})", f"**Plan:** {_plan(view)}",
+                    f"**Days left:** {days_left_text(view)}", f"look of {view.as_of}"])
+    for parts in ([*alarms, *why], [*alarms, *bare], [*short, *bare]):
+        whole = "\n\n".join([headline(view), *parts, deciding, facts])
+        if len(whole) < limit:
+            return whole
+    return "\n\n".join([headline(view), *bare, facts])[: limit - 1]
+
+
+def _plan(view: ExperimentView) -> str:
+    fraction = view.information_fraction
+    if not view.plan_reachable:
+        return "unreachable"
+    return f"{fraction:.0%} of {count(view.planned_per_arm)} units per arm" if fraction is not None else NOT_COMPUTED
 
 
 def _lines(lines: list[str]) -> str:
@@ -75,17 +145,17 @@ def _lines(lines: list[str]) -> str:
     return "  \n".join(lines)
 
 
-def plots_markdown(view: ExperimentView, forest_png: bytes, history_png: bytes) -> str:
-    """The forest plot and the look history as Markdown images (PNG ``data:`` URIs), with captions."""
+def plots_markdown(view: ExperimentView, forest_svg: bytes, history_svg: bytes) -> str:
+    """The forest plot and the look history as Markdown images (SVG ``data:`` URIs), with captions."""
     return "\n\n".join([
         (
             f"**Forest plot** of the look of {view.as_of}: every metric and comparison; thick bar = confidence "
             "sequence (decides), thin bar = descriptive 95% interval, grey band = plus or minus the MDE."
         ),
-        png_image(forest_png, f"forest plot of {view.experiment_id}"),
+        svg_image(forest_svg, f"forest plot of {view.experiment_id}"),
         (
             f"**Look history** of the primary metric over {view.looks} look{'s' if view.looks != 1 else ''}: the "
             "confidence sequence narrows as units accrue toward the planned sample."
         ),
-        png_image(history_png, f"look history of {view.experiment_id}"),
+        svg_image(history_svg, f"look history of {view.experiment_id}"),
     ])

@@ -44,6 +44,9 @@ REFERENCES: dict[str, str] = {
     "delta_method_z": "Deng, Lu and Litz 2018",
 }
 
+NOT_COMPUTED = "not computed"
+"""What every report shows for a figure the analysis did not write."""
+
 DECIDING_INTERVAL = "confidence_sequence"
 """Code of the interval that decides (DESIGN section 6); every other interval is descriptive."""
 
@@ -51,7 +54,7 @@ DECIDING_INTERVAL = "confidence_sequence"
 def method_name(code: str | None, cite: bool = False) -> str:
     """The readable name of a method code; with ``cite``, its reference in parentheses."""
     if not code:
-        return "not computed"
+        return NOT_COMPUTED
     name = METHOD_NAMES.get(code, code.replace("_", " "))
     if cite and code in REFERENCES:
         return f"{name} ({REFERENCES[code]})"

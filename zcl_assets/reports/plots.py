@@ -1,187 +1,299 @@
-"""The two plots of an experiment, drawn with matplotlib and returned as small PNG files.
+"""The two plots of an experiment, written as small SVG files (``reports/svg.py``).
 
-- :func:`forest_plot`: one panel per metric, one row per treatment arm: the deciding confidence
+- :func:`forest_plot`: one panel per metric, one row per comparison: the deciding confidence
   sequence as a thick bar, the descriptive 95% interval as a thin bar, the difference as a
   dot, against zero, the primary metric's band of plus or minus the MDE (where ``no_effect``
   can be read) and a guardrail's non-inferiority margin.
 - :func:`look_history`: the primary comparisons over looks: the confidence sequence as a
   band that narrows as units accrue toward the planned sample.
 
-Both return PNG bytes (palette-quantized, typically 10-30 kB) so that pages that embed them
-as ``data:`` URIs stay small enough to mail.
+Both are bounded whatever the registration: at most :data:`MAX_ROWS` comparisons per metric,
+:data:`MAX_METRICS` metrics and :data:`MAX_PANELS` history panels are drawn (those with the
+smallest Holm-adjusted anytime-valid p, the ones nearest a decision), and the plot says how
+many it leaves out; the tables of the report list every comparison. A figure too large for
+the axis (an MDE of 1e308) is drawn at the edge and named, never overflows the axis.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
-import io
-import math
 import os
 from pathlib import Path
 
-import matplotlib.dates as mdates
 import polars as pl
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Rectangle
-from PIL import Image
 
 from zcl_assets.reports.experiments import ExperimentView
-from zcl_assets.reports.formatting import direction_words
+from zcl_assets.reports.formatting import count, direction_words, number
+from zcl_assets.reports.svg import Axis, Canvas, finite, padded, shorten
 
 CS_COLOUR = "#1f5fa8"
 CI_COLOUR = "#333333"
-MDE_COLOUR = "#d9d9d9"
-GOOD_COLOUR = "#e8f4e8"
+MDE_COLOUR = "#e3e3e3"
 MARGIN_COLOUR = "#c0392b"
-DPI = 100
+GRID_COLOUR = "#eeeeee"
+NOTE_COLOUR = "#666666"
+
+WIDTH = 720
+LABEL_WIDTH = 205
+"""Left column of the forest plot: the comparison labels."""
+ROW_HEIGHT = 22
+MAX_ROWS = 12
+"""Comparisons drawn per metric of the forest plot."""
+MAX_METRICS = 8
+"""Metric panels drawn in the forest plot."""
+MAX_PANELS = 4
+"""Primary comparisons drawn in the look history."""
+MAX_POINTS = 120
+"""Looks drawn with their interval per history panel (the band uses every look)."""
+MDE_SHOWN = 4.0
+"""The MDE band sets the axis only while it is at most this many times the largest figure drawn."""
 
 
-def _finite(*values: object) -> bool:
-    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
+def shown_rows(rows: pl.DataFrame, cap: int) -> pl.DataFrame:
+    """``rows`` when at most ``cap``, else the ``cap`` with the smallest Holm-adjusted anytime-valid p
+    (ties and missing p in the table's order), kept in the table's order."""
+    if rows.height <= cap:
+        return rows
+    ranked = rows.with_row_index("_order").sort([pl.col("cs_p_adjusted").fill_nan(None), "_order"], nulls_last=True)
+    return ranked.head(cap).sort("_order").drop("_order")
 
 
-def _png(fig: Figure) -> bytes:
-    """The figure as a palette PNG (a ``Figure`` without pyplot: no global state, no display)."""
-    raw = io.BytesIO()
-    fig.savefig(raw, format="png", dpi=DPI)
-    raw.seek(0)
-    image = Image.open(raw).convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT)
-    out = io.BytesIO()
-    image.save(out, format="PNG", optimize=True)
-    return out.getvalue()
+def _limits(values: list[float], mde: float | None) -> tuple[float, float, bool]:
+    """Axis limits around ``values`` and zero; the MDE band joins them only while comparable
+    (:data:`MDE_SHOWN`). Returns ``(low, high, mde_on_axis)``."""
+    kept = [v for v in values if finite(v)] + [0.0]
+    largest = max(abs(v) for v in kept)
+    on_axis = mde is not None and finite(mde) and (largest == 0 or mde <= MDE_SHOWN * largest)
+    if on_axis:
+        kept += [-mde, mde]
+    low, high = padded(kept)
+    return low, high, on_axis
 
 
 def forest_plot(view: ExperimentView) -> bytes:
-    """PNG of every metric's comparisons of the latest look (see the module docstring)."""
-    metrics = view.comparisons.get_column("metric").unique(maintain_order=True).to_list()
-    rows_per_metric = [view.comparisons.filter(pl.col("metric") == m).height for m in metrics]
-    heights = [0.55 + 0.38 * n for n in rows_per_metric]
-    fig = Figure(figsize=(7.2, 0.55 + sum(heights)))
-    axes = fig.subplots(len(metrics), 1, squeeze=False, gridspec_kw={"height_ratios": heights})
-    for ax, metric in zip(axes[:, 0], metrics):
-        _forest_panel(ax, view, metric, view.comparisons.filter(pl.col("metric") == metric))
-    handles = [
-        Line2D([], [], color=CS_COLOUR, lw=6, label="confidence sequence (decides)"),
-        Line2D([], [], color=CI_COLOUR, lw=1.4, label="95% interval (descriptive)"),
-        Rectangle((0, 0), 1, 1, color=MDE_COLOUR, label="\u00b1MDE (primary)"),
-    ]
-    fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, fontsize=8)
-    fig.suptitle(f"{view.experiment_id}: difference treatment \u2212 control, look of {view.as_of}", fontsize=9.5)
-    fig.tight_layout(rect=(0, 0.06, 1, 0.97), h_pad=0.6)
-    return _png(fig)
+    """SVG of every metric's comparisons of the latest look (see the module docstring)."""
+    metrics = view.comparisons.get_column("metric").unique(maintain_order=True).to_list() if view.comparisons.height else []
+    drawn = metrics[:MAX_METRICS]
+    canvas = Canvas(WIDTH, 0, f"forest plot of {view.experiment_id}")
+    canvas.text(10, 18, shorten(f"{view.experiment_id}: difference treatment \u2212 control, look of {view.as_of}",
+                                WIDTH - 20, 12.5), 12.5, font_weight="bold")
+    y = 30.0
+    for metric in drawn:
+        y = _forest_panel(canvas, view, metric, view.comparisons.filter(pl.col("metric") == metric), y)
+    if len(metrics) > len(drawn):
+        canvas.text(10, y + 12, f"{len(metrics) - len(drawn)} more metrics not drawn; the comparisons table lists them",
+                    10, fill=NOTE_COLOUR)
+        y += 18
+    if not metrics:
+        canvas.text(10, y + 14, "no comparison in this look", 11, fill=NOTE_COLOUR)
+        y += 24
+    margins = [("margin", "guardrail margin")] if any(view.margin_of(m) is not None for m in drawn) else []
+    y = _legend(canvas, y + 6, [("cs", "confidence sequence (decides)"), ("ci", "95% interval (descriptive)"),
+                                ("mde", "\u00b1MDE (primary)"), *margins])
+    canvas.height = y + 6
+    return canvas.svg()
 
 
-def _forest_panel(ax: Axes, view: ExperimentView, metric: str, rows: pl.DataFrame) -> None:
-    direction = view.direction_of(metric)
-    role = view.role_of(metric)
-    labels = [f"{r['treatment_arm']} vs {r['control_arm']}" for r in rows.iter_rows(named=True)]
-    ys = list(range(len(labels)))[::-1]
-    spans = [0.0]
-    if role == "primary":
-        ax.axvspan(-view.mde, view.mde, color=MDE_COLOUR, zorder=0)
-        spans += [-view.mde, view.mde]
-    margin = view.margin_of(metric)
-    if margin is not None:
-        harmful = margin if direction == "decrease" else -margin
-        ax.axvline(harmful, color=MARGIN_COLOUR, ls="--", lw=1)
-        ax.annotate("guardrail margin", xy=(harmful, 1), xycoords=("data", "axes fraction"), xytext=(3, -9),
-                    textcoords="offset points", color=MARGIN_COLOUR, fontsize=7, ha="left")
-        spans.append(harmful)
-    ax.axvline(0, color="black", lw=0.8)
-    for y, r in zip(ys, rows.iter_rows(named=True)):
-        if _finite(r["cs_low"], r["cs_high"]):
-            ax.plot([r["cs_low"], r["cs_high"]], [y, y], color=CS_COLOUR, lw=6, solid_capstyle="butt", alpha=0.55)
-            spans += [r["cs_low"], r["cs_high"]]
-        else:
-            ax.annotate("confidence sequence not computed", (0, y + 0.22), fontsize=7, color=CS_COLOUR, ha="center")
-        if _finite(r["ci_low"], r["ci_high"]):
-            ax.plot([r["ci_low"], r["ci_high"]], [y, y], color=CI_COLOUR, lw=1.4, marker="|", ms=8)
-            spans += [r["ci_low"], r["ci_high"]]
-        if _finite(r["difference"]):
-            ax.plot([r["difference"]], [y], "o", color=CI_COLOUR, ms=4)
-            spans.append(r["difference"])
-    low, high = min(spans), max(spans)
-    pad = (high - low) * 0.08 or 1e-3
-    ax.set_xlim(low - pad, high + pad)
-    ax.set_ylim(-0.7, max(ys) + 0.7)
-    ax.set_yticks(ys, labels, fontsize=8)
-    ax.tick_params(axis="x", labelsize=7.5)
+def _forest_panel(canvas: Canvas, view: ExperimentView, metric: str, rows: pl.DataFrame, top: float) -> float:
+    """Draw one metric's panel from ``top``; return the y where the next one starts."""
+    direction, role = view.direction_of(metric), view.role_of(metric)
     arrow = {"increase": "  (better \u2192)", "decrease": "  (\u2190 better)"}.get(direction or "", "")
-    ax.set_title(f"{metric} ({role}; {direction_words(direction)}){arrow}", fontsize=8.5, loc="left")
-    ax.grid(axis="x", color="#eeeeee", lw=0.6)
+    canvas.text(10, top + 13, shorten(f"{metric} ({role}; {direction_words(direction)}){arrow}", WIDTH - 20, 11.5),
+                11.5, font_weight="bold")
+    kept = shown_rows(rows, MAX_ROWS)
+    y = top + 20
+    if kept.height < rows.height:
+        canvas.text(10, y + 10, f"showing {kept.height} of {count(rows.height)} comparisons (the smallest Holm-adjusted "
+                    "anytime-valid p); the comparisons table lists every one", 10, fill=NOTE_COLOUR)
+        y += 15
+    margin = view.margin_of(metric)
+    harmful = (margin if direction == "decrease" else -margin) if margin is not None else None
+    figures = [v for col in ("cs_low", "cs_high", "ci_low", "ci_high", "difference") for v in kept.get_column(col).to_list()]
+    low, high, mde_on_axis = _limits(figures + ([harmful] if harmful is not None else []),
+                                     view.mde if role == "primary" else None)
+    axis = Axis(low, high, LABEL_WIDTH + 10, WIDTH - 20)
+    bottom = y + kept.height * ROW_HEIGHT
+    if role == "primary":
+        band = (axis.x(-view.mde), axis.x(view.mde)) if mde_on_axis else (axis.start, axis.end)
+        canvas.rect(band[0], y, band[1] - band[0], bottom - y, fill=MDE_COLOUR, class_="mde")
+    _x_axis(canvas, axis, y, bottom)
+    if harmful is not None and finite(harmful):
+        canvas.line(axis.x(harmful), y, axis.x(harmful), bottom, stroke=MARGIN_COLOUR, stroke_dasharray="4 3",
+                    class_="margin")
+    for i, r in enumerate(kept.iter_rows(named=True)):
+        _forest_row(canvas, axis, r, y + i * ROW_HEIGHT + ROW_HEIGHT / 2)
+    notes = []
+    if role == "primary" and not mde_on_axis:
+        notes.append(f"\u00b1MDE ({number(view.mde)}) lies beyond the axis: the grey band covers all of it")
+    if notes:
+        canvas.text(LABEL_WIDTH + 10, bottom + 30, shorten("; ".join(notes), WIDTH - LABEL_WIDTH - 30, 10), 10, fill=NOTE_COLOUR)
+        bottom += 13
+    return bottom + 36
+
+
+def _forest_row(canvas: Canvas, axis: Axis, r: dict, yc: float) -> None:
+    canvas.text(10, yc + 4, shorten(f"{r['treatment_arm']} vs {r['control_arm']}", LABEL_WIDTH - 10, 10.5), 10.5)
+    if finite(r["cs_low"], r["cs_high"]):
+        x0, x1 = axis.x(r["cs_low"]), axis.x(r["cs_high"])
+        canvas.rect(x0, yc - 5, max(x1 - x0, 1.5), 10, fill=CS_COLOUR, fill_opacity=0.55, class_="cs")
+    else:
+        canvas.text((axis.start + axis.end) / 2, yc - 6, "confidence sequence not computed", 9.5, "middle", fill=CS_COLOUR)
+    if finite(r["ci_low"], r["ci_high"]):
+        x0, x1 = axis.x(r["ci_low"]), axis.x(r["ci_high"])
+        canvas.line(x0, yc, x1, yc, stroke=CI_COLOUR, stroke_width=1.4, class_="ci")
+        for x in (x0, x1):
+            canvas.line(x, yc - 4, x, yc + 4, stroke=CI_COLOUR, stroke_width=1.4)
+    if finite(r["difference"]):
+        canvas.circle(axis.x(r["difference"]), yc, 3, fill=CI_COLOUR, class_="difference")
+
+
+def _x_axis(canvas: Canvas, axis: Axis, top: float, bottom: float) -> None:
+    """Vertical grid lines at the ticks, zero in black, tick labels under ``bottom``."""
+    for tick in axis.ticks(6):
+        x = axis.x(tick)
+        canvas.line(x, top, x, bottom, stroke=GRID_COLOUR)
+        canvas.text(x, bottom + 13, number(tick), 9.5, "middle", fill="#444444")
+    if axis.low <= 0 <= axis.high:
+        canvas.line(axis.x(0.0), top - 2, axis.x(0.0), bottom + 2, stroke="black", stroke_width=0.9, class_="zero")
+
+
+def _legend(canvas: Canvas, y: float, items: list[tuple[str, str]]) -> float:
+    """One line of swatches and labels at ``y``; returns the y below it."""
+    x = 10.0
+    for kind, label in items:
+        if kind == "cs":
+            canvas.rect(x, y + 2, 18, 8, fill=CS_COLOUR, fill_opacity=0.55)
+        elif kind in ("ci", "difference"):
+            canvas.line(x, y + 6, x + 18, y + 6, stroke=CI_COLOUR, stroke_width=1.4)
+            canvas.circle(x + 9, y + 6, 2.5, fill=CI_COLOUR)
+        elif kind == "mde":
+            canvas.rect(x, y + 1, 18, 10, fill=MDE_COLOUR)
+        else:
+            canvas.line(x + 9, y, x + 9, y + 12, stroke=MARGIN_COLOUR, stroke_dasharray="4 3")
+        canvas.text(x + 23, y + 10, label, 10)
+        x += 23 + len(label) * 10 * 0.56 + 16
+    return y + 16
+
+
+_HISTORY_COLUMNS = ["as_of", "treatment_arm", "cs_low", "cs_high", "ci_low", "ci_high", "difference", "n_control"]
 
 
 def look_history(view: ExperimentView) -> bytes:
-    """PNG of the primary comparisons over looks: difference, confidence sequence and 95% interval."""
+    """SVG of the primary comparisons over looks: difference, confidence sequence and 95% interval."""
     history = view.history
-    arms = history.get_column("treatment_arm").unique(maintain_order=True).to_list() or [None]
-    fig = Figure(figsize=(7.2, 0.6 + 1.9 * len(arms)))
-    axes = fig.subplots(len(arms), 1, squeeze=False, sharex=True)
-    for ax, arm in zip(axes[:, 0], arms):
-        rows = history.filter(pl.col("treatment_arm") == arm) if arm else history
-        _history_panel(ax, view, arm, rows)
-    axes[-1, 0].xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False, fontsize=8)
-    fig.autofmt_xdate(rotation=0, ha="center")
+    latest = shown_rows(view.primary, MAX_PANELS)
+    arms = latest.get_column("treatment_arm").to_list() if latest.height else []
+    canvas = Canvas(WIDTH, 0, f"look history of {view.experiment_id}")
     looks = view.looks
-    fig.suptitle(
-        f"{view.experiment_id}: {view.primary_metric} over {looks} look{'s' if looks != 1 else ''} "
-        f"({direction_words(view.direction_of(view.primary_metric))})",
-        fontsize=9.5,
-    )
-    fig.tight_layout(rect=(0, 0.07 if len(arms) == 1 else 0.04, 1, 0.95))
-    return _png(fig)
+    canvas.text(10, 18, shorten(f"{view.experiment_id}: {view.primary_metric} over {looks} look{'s' if looks != 1 else ''} "
+                                f"({direction_words(view.direction_of(view.primary_metric))})", WIDTH - 20, 12.5),
+                12.5, font_weight="bold")
+    y = 28.0
+    if view.primary.height > len(arms):
+        canvas.text(10, y + 10, f"showing {len(arms)} of {count(view.primary.height)} comparisons (the smallest "
+                    "Holm-adjusted anytime-valid p)", 10, fill=NOTE_COLOUR)
+        y += 15
+    drawn = history.select(_HISTORY_COLUMNS).filter(pl.col("treatment_arm").is_in(arms)) if arms else history
+    panels = drawn.partition_by("treatment_arm", as_dict=True) if arms else {}
+    for arm in arms:
+        y = _history_panel(canvas, view, arm, panels[(arm,)].sort("as_of"), y)
+    if not arms:
+        canvas.text(10, y + 14, "no look of the primary metric yet", 11, fill=NOTE_COLOUR)
+        y += 24
+    y = _legend(canvas, y + 4, [("cs", "confidence sequence (decides)"), ("difference", "difference, 95% interval"),
+                                ("mde", "\u00b1MDE")])
+    canvas.height = y + 6
+    return canvas.svg()
 
 
-def _history_panel(ax: Axes, view: ExperimentView, arm: str | None, rows: pl.DataFrame) -> None:
-    days = rows.get_column("as_of").to_list()
-    ax.axhspan(-view.mde, view.mde, color=MDE_COLOUR, zorder=0, label="\u00b1MDE")
-    ax.axhline(0, color="black", lw=0.8)
+def _history_panel(canvas: Canvas, view: ExperimentView, arm: str, rows: pl.DataFrame, top: float) -> float:
+    """Draw one comparison's history from ``top``; return the y where the next panel starts."""
+    planned = view.planned_per_arm
+    n_last = rows.get_column("n_control").to_list()[-1] if rows.height else None
+    if planned and finite(planned) and n_last is not None:
+        note = f"control units {count(n_last)} of {count(planned)} planned ({n_last / planned:.0%})"
+    else:
+        note = "planned sample: " + (view.plan_reason or "not reachable")
+    canvas.text(10, top + 13, shorten(f"{arm} vs {view.control_arm}: {note}", WIDTH - 20, 11), 11)
+    days = [d.toordinal() for d in rows.get_column("as_of").to_list()]
     cs_low, cs_high = rows.get_column("cs_low").to_list(), rows.get_column("cs_high").to_list()
     ci_low, ci_high = rows.get_column("ci_low").to_list(), rows.get_column("ci_high").to_list()
     diff = rows.get_column("difference").to_list()
-    ok = [i for i in range(len(days)) if _finite(cs_low[i], cs_high[i])]
+    low, high, mde_on_axis = _limits(_history_span(cs_low, cs_high, diff), view.mde)
+    y_axis = Axis(low, high, top + 120, top + 22)
+    first, last = (min(days), max(days)) if days else (0, 0)
+    x_axis = Axis(first - (3 if first == last else 0), last + (3 if first == last else 0), 75, WIDTH - 45)
+    band = (y_axis.x(view.mde), y_axis.x(-view.mde)) if mde_on_axis else (y_axis.end, y_axis.start)
+    canvas.rect(x_axis.start, band[0], x_axis.end - x_axis.start, band[1] - band[0], fill=MDE_COLOUR, class_="mde")
+    _y_axis(canvas, y_axis, x_axis)
+    _date_ticks(canvas, x_axis, sorted(set(days)), y_axis.start)
+    ok = [i for i in range(len(days)) if finite(cs_low[i], cs_high[i])]
     if len(ok) > 1:
-        ax.fill_between([days[i] for i in ok], [cs_low[i] for i in ok], [cs_high[i] for i in ok],
-                        color=CS_COLOUR, alpha=0.3, lw=0, label="confidence sequence (decides)")
+        points = [(x_axis.x(days[i]), y_axis.x(cs_high[i])) for i in ok] + [(x_axis.x(days[i]), y_axis.x(cs_low[i]))
+                                                                             for i in reversed(ok)]
+        canvas.polygon(points, fill=CS_COLOUR, fill_opacity=0.3, class_="cs")
     for i in ok if len(ok) == 1 else []:
-        ax.plot([days[i], days[i]], [cs_low[i], cs_high[i]], color=CS_COLOUR, lw=8, alpha=0.45,
-                solid_capstyle="butt", label="confidence sequence (decides)")
-    ci_ok = [i for i in range(len(days)) if _finite(ci_low[i], ci_high[i])]
-    ax.errorbar([days[i] for i in ci_ok], [diff[i] for i in ci_ok],
-                yerr=[[diff[i] - ci_low[i] for i in ci_ok], [ci_high[i] - diff[i] for i in ci_ok]],
-                fmt="o", color=CI_COLOUR, ms=3, lw=1, capsize=2, label="difference, 95% interval (descriptive)")
-    planned = view.planned_per_arm
-    n_last = rows.get_column("n_control").to_list()[-1] if rows.height else None
-    if planned and math.isfinite(planned) and n_last is not None:
-        note = f"control units {n_last:,} of {planned:,.0f} planned ({n_last / planned:.0%})"
-    else:
-        note = "planned sample: " + (view.plan_reason or "not reachable")
-    ax.set_title(f"{arm} vs {view.control_arm}: {note}" if arm else note, fontsize=8.5, loc="left")
-    ax.tick_params(labelsize=7.5)
-    ax.grid(axis="y", color="#eeeeee", lw=0.6)
-    if len(days) == 1:
-        ax.set_xlim(days[0] - dt.timedelta(days=3), days[0] + dt.timedelta(days=3))
+        x = x_axis.x(days[i])
+        canvas.rect(x - 4, y_axis.x(cs_high[i]), 8, y_axis.x(cs_low[i]) - y_axis.x(cs_high[i]), fill=CS_COLOUR,
+                    fill_opacity=0.45, class_="cs")
+    step = -(-len(days) // MAX_POINTS) or 1
+    for i in range(len(days) - 1, -1, -step):  # the latest look always drawn
+        x = x_axis.x(days[i])
+        if finite(ci_low[i], ci_high[i]):
+            canvas.line(x, y_axis.x(ci_low[i]), x, y_axis.x(ci_high[i]), stroke=CI_COLOUR, class_="ci")
+        if finite(diff[i]):
+            canvas.circle(x, y_axis.x(diff[i]), 2.2, fill=CI_COLOUR, class_="difference")
+    if not mde_on_axis:
+        canvas.text(x_axis.start + 4, top + 33, f"\u00b1MDE ({number(view.mde)}) lies beyond the axis", 9.5, fill=NOTE_COLOUR)
+    return top + 146
+
+
+def _history_span(cs_low: list, cs_high: list, diff: list) -> list[float]:
+    """The figures the history's y axis is fitted to: every difference and the latest confidence sequence
+    widened by its own width on each side, so the narrowing shows; the wide sequences of the first looks
+    run off the edge rather than flatten the rest."""
+    latest = [(lo, hi) for lo, hi in zip(cs_low, cs_high) if finite(lo, hi)]
+    span = [v for v in diff if finite(v)]
+    if latest:
+        lo, hi = latest[-1]
+        width = hi / 2 - lo / 2
+        span += [lo - width, hi + width]
+    return span
+
+
+def _y_axis(canvas: Canvas, y_axis: Axis, x_axis: Axis) -> None:
+    for tick in y_axis.ticks(5):
+        y = y_axis.x(tick)
+        canvas.line(x_axis.start, y, x_axis.end, y, stroke=GRID_COLOUR)
+        canvas.text(x_axis.start - 5, y + 3.5, number(tick), 9.5, "end", fill="#444444")
+    if y_axis.low <= 0 <= y_axis.high:
+        canvas.line(x_axis.start, y_axis.x(0.0), x_axis.end, y_axis.x(0.0), stroke="black", stroke_width=0.9, class_="zero")
+
+
+def _date_ticks(canvas: Canvas, x_axis: Axis, days: list[int], baseline: float) -> None:
+    """The first and the last look day and up to four days evenly between them, as tick labels under
+    ``baseline`` (spread in time, so that labels never overlap)."""
+    if not days:
+        return
+    first, last = days[0], days[-1]
+    picks = sorted({round(first + i * (last - first) / 5) for i in range(6)}) if last - first >= 5 else days[:6]
+    for day in picks:
+        x = x_axis.x(day)
+        canvas.line(x, baseline, x, baseline + 4, stroke="#444444")
+        canvas.text(x, baseline + 15, dt.date.fromordinal(day).isoformat(), 9.5, "middle", fill="#444444")
 
 
 @functools.cache
 def _code_fingerprint() -> str:
-    """What else a plot depends on: the code of this module, of the view and of its formatting, and the
-    versions of matplotlib and Pillow."""
+    """What else a plot depends on: the code of this module, of the SVG canvas, of the view and of its formatting."""
     import hashlib
     import inspect
 
-    import matplotlib
-    import PIL
+    from zcl_assets.reports import experiments, formatting, svg
 
-    from zcl_assets.reports import experiments, formatting
-
-    digest = hashlib.sha256(f"{matplotlib.__version__} {PIL.__version__}".encode())
-    for module in (inspect.getmodule(_finite), experiments, formatting):
+    digest = hashlib.sha256()
+    for module in (inspect.getmodule(_limits), svg, experiments, formatting):
         digest.update(inspect.getsource(module).encode())
     return digest.hexdigest()
 
@@ -218,37 +330,37 @@ def _cache_name(experiment_id: str) -> str:
     return f"{safe_name(experiment_id)[:60]}-{hashlib.sha256(experiment_id.encode()).hexdigest()[:12]}"
 
 
-def _whole_png(data: bytes) -> bool:
-    """A PNG file from its signature to its end chunk (a kept file cut short or replaced is drawn again)."""
-    return data.startswith(b"\x89PNG\r\n\x1a\n") and data.endswith(b"IEND\xaeB`\x82")
+def whole_svg(data: bytes) -> bool:
+    """An SVG document from its opening tag to its closing one (a kept file cut short or replaced is drawn again)."""
+    return data.startswith(b"<svg ") and data.endswith(b"</svg>")
 
 
 def plots(view: ExperimentView, cache_dir: str | os.PathLike[str] | None = None) -> tuple[bytes, bytes]:
-    """``(forest_plot(view), look_history(view))`` as PNG bytes.
+    """``(forest_plot(view), look_history(view))`` as SVG bytes.
 
     With ``cache_dir``, a pair drawn before from a view with the same :func:`view_fingerprint`
-    is read back from ``<cache_dir>/<experiment name>.<fingerprint>.forest.png`` (and
-    ``.history.png``) instead of being drawn again (about 0.3 s a pair); a newly drawn pair
-    replaces the experiment's earlier pair there, so the folder holds one pair per experiment.
-    A kept file that is not a whole PNG is drawn again; a folder that cannot be written to only
-    means nothing is kept.
+    is read back from ``<cache_dir>/<experiment name>.<fingerprint>.forest.svg`` (and
+    ``.history.svg``) instead of being drawn again, so an experiment with no new data keeps its
+    plots; a newly drawn pair replaces the experiment's earlier pair there, so the folder holds
+    one pair per experiment. A kept file that is not a whole SVG is drawn again; a folder that
+    cannot be written to only means nothing is kept.
     """
     if cache_dir is None:
         return forest_plot(view), look_history(view)
     folder = Path(cache_dir)
     experiment = _cache_name(view.experiment_id)
     stem = f"{experiment}.{view_fingerprint(view)[:32]}"
-    forest, history = folder / f"{stem}.forest.png", folder / f"{stem}.history.png"
+    forest, history = folder / f"{stem}.forest.svg", folder / f"{stem}.history.svg"
     try:
         kept = forest.read_bytes(), history.read_bytes()
-        if all(_whole_png(data) for data in kept):
+        if all(whole_svg(data) for data in kept):
             return kept
     except OSError:
         pass
     drawn = forest_plot(view), look_history(view)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.glob(f"{experiment}.*.png"):
+        for old in [*folder.glob(f"{experiment}.*.svg"), *folder.glob(f"{experiment}.*.png")]:
             if old.name.split(".")[-3] != stem.rsplit(".", 1)[1]:
                 old.unlink(missing_ok=True)
         for path, data in ((forest, drawn[0]), (history, drawn[1])):

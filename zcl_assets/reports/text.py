@@ -1,8 +1,9 @@
 """The text report of ``zcl run`` and ``zcl report``: fits a terminal of :data:`WIDTH` columns.
 
-Layout: a legend naming every method, then the project's own (ZCL context) experiments, then
-imported ones, each group sorted by what needs attention (invalid, decided, continuing). One
-block per experiment: decision and reason, per-arm figures of the primary metric, every
+Layout: a legend naming every method, the alarms by kind (most severe first), then the project's
+own (ZCL context) experiments, then imported ones, each group sorted by what needs attention
+(invalid, an alarm, decided, continuing: ``reports/alarms.py``). One block per experiment: its
+alarms, decision and reason, per-arm figures of the primary metric, every
 comparison with its deciding confidence sequence and its descriptive interval and test, each
 metric with the direction that is good, SRM, progress to the plan, data quality. Long lines
 wrap at spaces, never inside a word (an id longer than a whole line is the only exception).
@@ -15,9 +16,11 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from zcl_assets.reports.alarms import LABELS, SEVERITY, SYMBOL
 from zcl_assets.reports.experiments import NOT_COMPUTED, ExperimentView
 from zcl_assets.reports.formatting import (
     arm_figure,
+    comparison_label,
     direction_words,
     figure_label,
     interval,
@@ -130,15 +133,17 @@ def overview_rows(views: Sequence[ExperimentView]) -> list[list[str]]:
         arrow = ARROWS.get(view.registration["direction"], "?")
         for i, r in enumerate(view.primary_rows()):
             plan = view.information_fraction
+            mark = f"{SYMBOL} " if view.alarms and i == 0 else ""
             rows.append([
-                (r.get("decision") or view.decision) if i == 0 or r.get("decision") else "",
+                mark + ((r.get("decision") or view.decision) if i == 0 or r.get("decision") else ""),
                 view.experiment_id if i == 0 else "",
                 r["treatment_arm"],
                 f"{view.primary_metric} {arrow}" if i == 0 else "",
                 signed(r["difference"]),
                 interval(r["cs_low"], r["cs_high"]),
                 f"{plan:.0%}" if plan is not None else "-",
-                ("-" if view.days_left is None else ">999" if view.days_left > 999 else f"{view.days_left:.0f}"),
+                ("-" if view.days_left is None or view.stalled_since else ">999" if view.days_left > 999
+                 else f"{view.days_left:.0f}"),
                 view.srm_status if i == 0 else "",
             ])
     return rows
@@ -171,8 +176,9 @@ def render_report(
         "figures, each followed by its "
         "method; differences are treatment minus control (the arm named) in the metric's units; \u2191 higher is "
         "better, \u2193 lower is better; plan = share of the planned sample reached; days = days left to reach it at "
-        "current traffic (>999: not within three years)."
+        "current traffic (>999: not within three years; -: none, for a stalled experiment at zero traffic)."
     )
+    lines += alarm_lines(views)
     groups = [
         ("ZCL context experiments (order, inclusion, memory mode)", own),
         ("Imported experiments (registered by `zcl import`)", imported),
@@ -184,7 +190,12 @@ def render_report(
     if shown:
         lines += ["", "Details", "======="]
         for view in shown:
-            lines += [""] + render_experiment(view, all_metrics=all_metrics)
+            try:
+                block = render_experiment(view, all_metrics=all_metrics)
+            except Exception as exc:  # noqa: BLE001 - one experiment's block never takes the report down
+                block = wrap(f"{view.experiment_id} [REPORT FAILED] {SYMBOL} this block could not be written: "
+                             f"{type(exc).__name__}: {exc}")
+            lines += [""] + block
     rest = len(views) - len(shown)
     if rest:
         lines += [""] + wrap(
@@ -192,6 +203,22 @@ def render_report(
             "(or --org ID) shows them; zcl report --html FILE writes every experiment with its plots."
         )
     return "\n".join(lines)
+
+
+def alarm_lines(views: Sequence[ExperimentView]) -> list[str]:
+    """What needs attention first: one line per kind of alarm, most severe first, with the experiments."""
+    by_kind: dict[str, list[str]] = {}
+    for view in views:
+        for alarm in view.alarms:
+            by_kind.setdefault(alarm.kind, []).append(view.experiment_id)
+    if not by_kind:
+        return []
+    lines = ["", "Alarms, most severe first (details: zcl report --experiment ID):"]
+    for kind in SEVERITY:
+        if kind in by_kind:
+            ids = by_kind[kind]
+            lines += wrap(f"{SYMBOL} {LABELS[kind]} ({len(ids)}): {', '.join(ids)}", INDENT)
+    return lines
 
 
 def render_experiment(view: ExperimentView, all_metrics: bool = False) -> list[str]:
@@ -204,6 +231,8 @@ def render_experiment(view: ExperimentView, all_metrics: bool = False) -> list[s
     )
     reason = view.decision_reason
     status = f"; experiment status {view.status}" if view.status else ""
+    for alarm in view.alarms:
+        lines += wrap(f"{SYMBOL} {alarm.title}: {alarm.detail}", INDENT)
     lines += wrap(f"Decision: {view.decision}" + (f" ({reason})" if reason else "") + status, INDENT)
     lines += wrap(f"Hypothesis: {view.registration['hypothesis']}", INDENT)
     metrics = view.comparisons.get_column("metric").unique(maintain_order=True).to_list()
@@ -253,13 +282,13 @@ def _metric_block(view: ExperimentView, metric: str) -> list[str]:
             INDENT * 2,
         )
     for r in rows.iter_rows(named=True):
-        lines += _comparison_lines(r, r.get("role") or role)
+        lines += _comparison_lines(r, r.get("role") or role, comparison_label(view, r))
     return lines
 
 
-def _comparison_lines(r: dict, role: str) -> list[str]:
+def _comparison_lines(r: dict, role: str, label: str) -> list[str]:
     decision = r.get("decision")
-    head = f"{r['treatment_arm']} vs {r['control_arm']}: difference {signed(r['difference'])}, "
+    head = f"{label}: difference {signed(r['difference'])}, "
     head += glue(f"CS {interval(r['cs_low'], r['cs_high'])}")
     head += " decides" if role == "primary" else " (guardrail)" if role == "guardrail" else ""
     if decision:

@@ -32,5 +32,7 @@ def table(frame: pl.DataFrame, descriptions: dict[str, str] | None = None) -> dg
 
 
 def chart(text: str) -> dg.MetadataValue:
-    """A text chart shown in a fixed-width block."""
-    return dg.MetadataValue.md("```\n" + (text or "(no data)") + "\n```")
+    """A text chart shown in a fixed-width block (fenced so that no text inside it can close the block)."""
+    from zcl_assets.reports.markdown import code_block
+
+    return dg.MetadataValue.md(code_block(text or "(no data)"))

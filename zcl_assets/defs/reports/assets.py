@@ -2,10 +2,12 @@
 
 Each experiment is a dynamic partition of ``experiment_report`` (downstream of the look), so
 every experiment has its own page (asset ``experiment_report`` -> Partitions -> the
-experiment) with its decision, intervals, plots, SRM, progress and rejected rows, and its
-history over nights. ``analysis_report`` (in the nightly job) reads the look just taken,
+experiment) with its decision, alarms, intervals, plots, SRM, progress and rejected rows, and
+its history over nights. ``analysis_report`` (in the nightly job) reads the look just taken,
 records one materialization of ``experiment_report`` per experiment in that one run, lists
-every experiment in attention order and writes the HTML report of the night.
+every experiment in attention order, each with a link to its page, and writes the HTML report
+of the night. A page that cannot be drawn is recorded against its experiment (its page says
+why, the index lists it first, the check ``every_page_drawn`` fails) and the others are drawn.
 """
 
 
@@ -15,14 +17,16 @@ import dagster as dg
 
 from resources import Warehouse
 from zcl_assets.defs.analysis.assets import experiment_analysis, materialized_look
-from zcl_assets.defs.reports.metadata import experiment_metadata, overview_table
-from zcl_assets.reports.experiments import ATTENTION_ORDER, load_views
+from zcl_assets.defs.reports.metadata import experiment_metadata, failed_metadata, overview_table
+from zcl_assets.reports.experiments import ATTENTION_ORDER, ExperimentView, load_views
 from zcl_assets.reports.html import render_html
+from zcl_assets.reports.index import IndexRow, attention_markdown, failed_row, index_markdown, index_row
 from zcl_assets.reports.plots import plots as view_plots
 
 experiment_partitions = dg.DynamicPartitionsDefinition(name="experiment")
 
 EXPERIMENT_REPORT = dg.AssetKey("experiment_report")
+EVERY_PAGE_DRAWN = "every_page_drawn"
 
 
 def report_path(warehouse: Warehouse, as_of: str) -> Path:
@@ -35,16 +39,35 @@ def plot_cache(warehouse: Warehouse) -> Path:
     return Path(warehouse.path).resolve().parent / "reports" / "plots"
 
 
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def draw_page(view: ExperimentView, cache: Path) -> tuple[dict, tuple[bytes, bytes] | None, IndexRow, str | None]:
+    """One experiment's page metadata, plots and index row; a failure of any of them is caught and
+    returned as the error, with a page and a row that say so (one experiment never fails the night)."""
+    try:
+        drawn = view_plots(view, cache)
+        return experiment_metadata(view, *drawn), drawn, index_row(view), None
+    except Exception as exc:  # noqa: BLE001 - any failure of one page is recorded against its experiment
+        error = _error(exc)
+        return failed_metadata(view.experiment_id, error), None, failed_row(view.experiment_id, error), error
+
+
 @dg.asset(
     deps=[experiment_analysis],
     group_name="reports",
-    kinds={"duckdb", "matplotlib"},
+    kinds={"duckdb", "svg"},
     pool="duckdb",
+    check_specs=[dg.AssetCheckSpec(EVERY_PAGE_DRAWN, asset="analysis_report",
+                                   description="Every experiment's page and index row was drawn (a failure is "
+                                               "recorded against its experiment, and the night goes on).")],
 )
 def analysis_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
-    """The night's report: every analysed experiment in attention order (invalid, decided, continuing) with
-    its decision, deciding interval, progress and SRM status; one `experiment_report` page per experiment;
-    the self-contained HTML report of the look in `reports/` beside the warehouse."""
+    """**Start here.** The night's index: what needs attention first (alarms such as an SRM mismatch, a breached
+    guardrail or a stalled experiment, then decisions to act on), every experiment with its decision, alarm,
+    deciding interval, plan and SRM status, and a link to its `experiment_report` page (entry `index`, *Show
+    Markdown*); the self-contained HTML report of the look (`html_report`, beside the warehouse)."""
     as_of = materialized_look(context.instance)
     try:
         with warehouse.connect(read_only=True) as con:
@@ -56,28 +79,35 @@ def analysis_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     new = [v.experiment_id for v in views if v.experiment_id not in known]
     if new:
         context.instance.add_dynamic_partitions(experiment_partitions.name, new)
-    plots = {}
+    plots, rows, failures = {}, [], {}
     for view in views:  # a view unchanged since it was last drawn (a night run again) reuses its plots
-        plots[view.experiment_id] = view_plots(view, plot_cache(warehouse))
-        context.log_event(
-            dg.AssetMaterialization(
-                asset_key=EXPERIMENT_REPORT,
-                partition=view.experiment_id,
-                metadata=experiment_metadata(view, *plots[view.experiment_id]),
-            )
-        )
+        metadata, drawn, row, error = draw_page(view, plot_cache(warehouse))
+        if drawn is not None:
+            plots[view.experiment_id] = drawn
+        if error is not None:
+            failures[view.experiment_id] = error
+            context.log.warning(f"the page of {view.experiment_id} could not be drawn: {error}")
+        rows.append(row)
+        context.log_event(dg.AssetMaterialization(asset_key=EXPERIMENT_REPORT, partition=view.experiment_id, metadata=metadata))
+    rows.sort(key=lambda r: r.alarm_kind != "report_failed")  # stable: attention order otherwise
     path = report_path(warehouse, as_of or "none")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(views, plots), encoding="utf-8")
-    counts = {group: sum(v.attention == group for v in views) for group in ATTENTION_ORDER}
+    path.write_text(render_html(views, plots, failures=failures), encoding="utf-8")
+    counts = {group.replace(" ", "_"): sum(r.group == group for r in rows) for group in ATTENTION_ORDER}
     return dg.MaterializeResult(
         metadata={
-            "as_of": as_of or "",
-            "experiments": dg.MetadataValue.table(*overview_table(views)),
-            **{f"experiments_{group.replace(' ', '_')}": n for group, n in counts.items()},
+            "attention": dg.MetadataValue.md(attention_markdown(rows, as_of or "none")),
+            "index": dg.MetadataValue.md(index_markdown(rows)),
+            "experiments": overview_table(rows),
+            **counts,
             "html_report": dg.MetadataValue.path(str(path)),
+            "as_of": as_of or "",
             "dagster/row_count": len(views),
-        }
+        },
+        check_results=[dg.AssetCheckResult(
+            check_name=EVERY_PAGE_DRAWN, passed=not failures, severity=dg.AssetCheckSeverity.WARN,
+            metadata={"failed": len(failures), "errors": "; ".join(f"{k}: {v}" for k, v in failures.items())[:4000] or "none"},
+        )],
     )
 
 
@@ -86,15 +116,16 @@ def analysis_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     deps=[experiment_analysis],  # the look; its pages are written after it, so they are never shown as stale
     partitions_def=experiment_partitions,
     group_name="reports",
-    kinds={"duckdb", "matplotlib"},
+    kinds={"duckdb", "svg"},
     pool="duckdb",
 )
 def experiment_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
-    """One page per experiment (a partition per experiment id): decision and reason, per-arm figures, each
-    comparison's deciding confidence sequence beside its descriptive interval, a forest plot and the look
-    history, SRM status, progress to the planned sample and days left, quarantined and excluded rows,
-    verified share. Every night `analysis_report` writes all pages; open Partitions and pick the experiment.
-    Materializing a partition here redraws that experiment's page from the latest look."""
+    """One page per experiment: open *Partitions* and type its id (or follow a link of `analysis_report`'s
+    `index`). The page leads with the verdict: the decision and any alarm (SRM mismatch, drift, breached
+    guardrail, stalled), the deciding interval with its method, SRM status, plan and days left; then the
+    forest plot and look history (`plots`, *Show Markdown*), per-arm figures, every comparison, the
+    descriptive figures, the look history and this experiment's quarantined and excluded rows. Every night
+    `analysis_report` writes all pages; materializing a partition here redraws that page from the latest look."""
     with warehouse.connect(read_only=True) as con:
         (view,) = load_views(con, materialized_look(context.instance), experiment_ids=[context.partition_key])
     return dg.MaterializeResult(metadata=experiment_metadata(view, *view_plots(view, plot_cache(warehouse))))

@@ -2,8 +2,15 @@
 
 Conventions (Dagster docs, "Asset metadata"): tables as ``MetadataValue.table`` with a
 ``TableSchema`` whose columns carry a description; figures as plain numbers so the UI can plot
-them over materializations (nights); ``dagster/row_count``; the verdict with its plots as one
-Markdown entry whose images are PNG ``data:`` URIs.
+them over materializations (nights); ``dagster/row_count``; the verdict and the plots as
+Markdown entries whose images are SVG ``data:`` URIs.
+
+Fit: a page must read at 1440 x 900 without scrolling sideways. The UI lays metadata out as a
+table of key and value whose width is the longest key plus the widest value, so keys stay
+short (at most :data:`KEY_LENGTH` characters, like ``dagster/row_count``), text entries are
+prose that wraps, and each table keeps to the columns a person compares; details are a second
+table (``descriptive``) or the page of the experiment. Long tables are cut at
+:data:`TABLE_ROWS` rows, the last row saying where the rest is.
 """
 
 from __future__ import annotations
@@ -12,12 +19,15 @@ import math
 from collections.abc import Sequence
 
 import dagster as dg
+import polars as pl
 
-from zcl_assets.reports.experiments import NOT_COMPUTED, ExperimentView
+from zcl_assets.reports.alarms import SYMBOL
+from zcl_assets.reports.experiments import ExperimentView
 from zcl_assets.reports.formatting import (
+    TABLE_ROWS,
     arm_figure,
+    comparison_label,
     count,
-    direction_words,
     interval,
     is_binary,
     lift,
@@ -28,8 +38,14 @@ from zcl_assets.reports.formatting import (
     srm_sentence,
     verified_sentence,
 )
+from zcl_assets.reports.index import IndexRow, alarm_label
 from zcl_assets.reports.markdown import plots_markdown, verdict_markdown
 from zcl_assets.reports.methods import DECIDING_INTERVAL, method_name
+from zcl_assets.reports.plots import MAX_PANELS, shown_rows
+
+KEY_LENGTH = 17
+"""Longest metadata key (``dagster/row_count``): the key column of the UI is as wide as the longest key."""
+ARROWS = {"increase": "\u2191", "decrease": "\u2193"}
 
 
 def _column(name: str, kind: str, description: str) -> dg.TableColumn:
@@ -51,10 +67,18 @@ def _shown(value: object, digits: int = 4) -> float | None:
     return round(real, digits - 1 - math.floor(math.log10(abs(real))))
 
 
-def table(columns: Sequence[dg.TableColumn], rows: Sequence[dict]) -> dg.TableMetadataValue:
-    """``MetadataValue.table`` of ``rows`` (dicts keyed by column name), in the schema's order."""
+def table(columns: Sequence[dg.TableColumn], rows: Sequence[dict], more: str = "", total: int | None = None
+          ) -> dg.TableMetadataValue:
+    """``MetadataValue.table`` of ``rows`` (dicts keyed by column name), in the schema's order, cut at
+    :data:`TABLE_ROWS` rows of ``total`` (default: all of ``rows``); the last row then says how many are
+    left out and ``more`` where they are."""
     names = [c.name for c in columns]
-    records = [dg.TableRecord({n: r.get(n) for n in names}) for r in rows]  # every record has every field
+    kept = list(rows[:TABLE_ROWS])
+    total = len(rows) if total is None else total
+    if total > TABLE_ROWS:
+        label = next(c.name for c in columns if c.type == "string")
+        kept.append({label: f"\u2026 {total - TABLE_ROWS:,} more rows{': ' + more if more else ''}"})
+    records = [dg.TableRecord({n: r.get(n) for n in names}) for r in kept]  # every record has every field
     return dg.MetadataValue.table(records, schema=dg.TableSchema(columns=list(columns)))
 
 
@@ -63,24 +87,26 @@ ARM_COLUMNS = (
     _column("share", "float", "registered allocation share"),
     _column("assigned", "int", "units assigned up to the look (the sample-ratio counts)"),
     _column("analysed", "int", "units with a verified outcome of the primary metric"),
-    _column("figure", "string", "binary: successes/units = rate (user-randomized: successes over users, mean per user); continuous: mean (sd) per unit"),
+    _column("figure", "string", "binary: successes/units = rate (user-randomized: successes over users, mean per user); "
+                                "continuous: mean (sd) per unit"),
 )
 
 COMPARISON_COLUMNS = (
-    _column("metric", "string", "metric analysed, its role (primary decides; a guardrail can hold adopt back) and good direction"),
-    _column("comparison", "string", "treatment arm vs control arm"),
+    _column("metric", "string", "metric, its role (primary decides; a guardrail can hold adopt back; secondary is "
+                                "reported) and its good direction (\u2191 higher is better, \u2193 lower is better)"),
+    _column("comparison", "string", "treatment arm vs control arm, and what is estimated when a metric has two estimands"),
     _column("decision", "string", "decision of this comparison"),
     _column("difference", "float", "treatment minus control, in the metric's units"),
-    _column("deciding_interval", "string", "confidence sequence: " + method_name(DECIDING_INTERVAL, cite=True)),
-    _column("anytime_p", "string", "anytime-valid p-value of the confidence sequence, raw / Holm-adjusted"),
+    _column("cs", "string", "deciding interval: " + method_name(DECIDING_INTERVAL, cite=True)),
+    _column("p", "string", "anytime-valid p-value of the confidence sequence, raw / Holm-adjusted"),
 )
 
 DESCRIPTIVE_COLUMNS = (
     _column("metric", "string", "metric analysed"),
     _column("comparison", "string", "treatment arm vs control arm"),
-    _column("descriptive_interval", "string", "95% interval (fixed horizon) and its method"),
-    _column("descriptive_p", "string", "p-value (fixed horizon) and its test"),
-    _column("relative_lift", "string", "treatment / control - 1, with its 95% interval (" + method_name("log_delta_method") + ")"),
+    _column("ci_95", "string", "95% interval (fixed horizon, descriptive) and its method"),
+    _column("p", "string", "p-value (fixed horizon, descriptive) and its test"),
+    _column("lift", "string", "treatment / control - 1, with its 95% interval (" + method_name("log_delta_method") + ")"),
 )
 
 HISTORY_COLUMNS = (
@@ -88,8 +114,7 @@ HISTORY_COLUMNS = (
     _column("comparison", "string", "treatment arm vs control arm (primary metric)"),
     _column("units", "string", "control / treatment units analysed"),
     _column("difference", "float", "treatment minus control"),
-    _column("cs", "string", "confidence sequence (decides)"),
-    _column("ci_95", "string", "95% interval (descriptive)"),
+    _column("cs", "string", "confidence sequence (decides); the 95% interval is in zcl report --json"),
     _column("decision", "string", "decision at that look"),
 )
 
@@ -100,41 +125,46 @@ QUARANTINE_COLUMNS = (
     _column("rows", "int", "rows of this experiment"),
 )
 
-OVERVIEW_COLUMNS = (
-    _column("attention", "string", "invalid, decided, continuing or not computed: the order of this table"),
-    _column("experiment", "string", "experiment id = partition of experiment_report"),
-    _column("decision", "string", "headline decision"),
-    _column("metric", "string", "primary metric; up: higher is better, down: lower is better"),
-    _column("cs", "string", "deciding interval (confidence sequence) of each primary comparison"),
-    _column("plan", "string", "share of the planned sample reached"),
-    _column("days_left", "float", "days to reach the planned sample at current traffic"),
-    _column("srm", "string", "sample-ratio status"),
-    _column("as_of", "string", "UTC day of the experiment's latest look"),
-)
+
+def _metric_label(view: ExperimentView, metric: str) -> str:
+    arrow = ARROWS.get(view.direction_of(metric) or "", "")
+    return f"{metric} ({view.role_of(metric)}{' ' + arrow if arrow else ''})"
 
 
-def overview_table(views: Sequence[ExperimentView]) -> tuple[list[dg.TableRecord], dg.TableSchema]:
-    """Rows and schema of the night's overview, one row per experiment, in attention order."""
-    rows = []
-    for v in views:
-        arrow = {"increase": "up", "decrease": "down"}.get(v.direction_of(v.primary_metric) or "", "?")
-        fraction = v.information_fraction
-        rows.append({
-            "attention": v.attention,
-            "experiment": v.experiment_id,
-            "decision": v.decision,
-            "metric": f"{v.primary_metric} ({arrow})",
-            "cs": "; ".join(interval(r["cs_low"], r["cs_high"]) for r in v.primary_rows()),
-            "plan": f"{fraction:.0%}" if fraction is not None else "-",
-            "days_left": _real(v.days_left),
-            "srm": v.srm_status,
-            "as_of": v.as_of,
+def _comparison_rows(view: ExperimentView) -> tuple[list[dict], list[dict]]:
+    comparisons, descriptive = [], []
+    for r in view.comparisons.head(TABLE_ROWS).iter_rows(named=True):  # the table shows no more
+        label = comparison_label(view, r)
+        comparisons.append({
+            "metric": _metric_label(view, r["metric"]), "comparison": label, "decision": r.get("decision") or "-",
+            "difference": _shown(r["difference"]), "cs": interval(r["cs_low"], r["cs_high"]),
+            "p": f"{p_value(r.get('cs_p_value'))} / {p_value(r.get('cs_p_adjusted'))}",
         })
-    value = table(OVERVIEW_COLUMNS, rows)
-    return value.records, value.schema
+        descriptive.append({
+            "metric": r["metric"], "comparison": label,
+            "ci_95": f"{interval(r['ci_low'], r['ci_high'])} {method_name(r['ci_method'])}",
+            "p": f"{p_value(r['p_value'])} {method_name(r['p_method'])}",
+            "lift": lift(r["relative_lift"], r["lift_ci_low"], r["lift_ci_high"]),
+        })
+    return comparisons, descriptive
 
 
-def experiment_metadata(view: ExperimentView, forest_png: bytes, history_png: bytes) -> dict[str, object]:
+def _history_rows(view: ExperimentView) -> list[dict]:
+    """Every look of the primary comparisons the look-history plot draws (at most :data:`MAX_PANELS`)."""
+    arms = set(shown_rows(view.primary, MAX_PANELS).get_column("treatment_arm").to_list()) if view.primary.height else set()
+    return [
+        {
+            "as_of": r["as_of"].isoformat(), "comparison": f"{r['treatment_arm']} vs {r['control_arm']}",
+            "units": f"{count(r['n_control'])} / {count(r['n_treatment'])}", "difference": _shown(r["difference"]),
+            "cs": interval(r["cs_low"], r["cs_high"]), "decision": r.get("decision") or "-",
+        }
+        for r in view.history.select("as_of", "treatment_arm", "control_arm", "n_control", "n_treatment", "difference",
+                                     "cs_low", "cs_high", "decision")
+        .filter(pl.col("treatment_arm").is_in(list(arms))).iter_rows(named=True)
+    ]
+
+
+def experiment_metadata(view: ExperimentView, forest_svg: bytes, history_svg: bytes) -> dict[str, object]:
     """Metadata of one ``experiment_report`` partition (one experiment as of its latest look)."""
     primary = view.primary_rows()
     first = primary[0] if primary else {}
@@ -144,56 +174,31 @@ def experiment_metadata(view: ExperimentView, forest_png: bytes, history_png: by
          "figure": arm_figure(a, binary, per_user(view))}
         for a in view.arms()
     ]
-    comparisons = [
-        {
-            "metric": f"{r['metric']} ({view.role_of(r['metric'])}; {direction_words(view.direction_of(r['metric']))})",
-            "comparison": f"{r['treatment_arm']} vs {r['control_arm']}", "decision": r.get("decision") or NOT_COMPUTED,
-            "difference": _shown(r["difference"]),
-            "deciding_interval": interval(r["cs_low"], r["cs_high"]),
-            "anytime_p": f"{p_value(r.get('cs_p_value'))} / {p_value(r.get('cs_p_adjusted'))}",
-        }
-        for r in view.comparisons.iter_rows(named=True)
-    ]
-    descriptive = [
-        {
-            "metric": r["metric"], "comparison": f"{r['treatment_arm']} vs {r['control_arm']}",
-            "descriptive_interval": f"{interval(r['ci_low'], r['ci_high'])} ({method_name(r['ci_method'])})",
-            "descriptive_p": f"{p_value(r['p_value'])} ({method_name(r['p_method'])})",
-            "relative_lift": lift(r["relative_lift"], r["lift_ci_low"], r["lift_ci_high"]),
-        }
-        for r in view.comparisons.iter_rows(named=True)
-    ]
-    history = [
-        {
-            "as_of": r["as_of"].isoformat(), "comparison": f"{r['treatment_arm']} vs {r['control_arm']}",
-            "units": f"{count(r['n_control'])} / {count(r['n_treatment'])}", "difference": _shown(r["difference"]),
-            "cs": interval(r["cs_low"], r["cs_high"]), "ci_95": interval(r["ci_low"], r["ci_high"]),
-            "decision": r.get("decision") or NOT_COMPUTED,
-        }
-        for r in view.history.iter_rows(named=True)
-    ]
+    comparisons, descriptive = _comparison_rows(view)
     quarantine = [
         {"stage": r["stage"], "table": r["source_table"], "rule": r["rule"], "rows": r["rows"]}
         for r in view.quarantine.iter_rows(named=True)
     ]
     deciding = "; ".join(
-        f"{r['treatment_arm']} vs {r['control_arm']}: {interval(r['cs_low'], r['cs_high'])}" for r in primary
+        f"{r['treatment_arm']} vs {r['control_arm']}: {interval(r['cs_low'], r['cs_high'])}" for r in primary[:TABLE_ROWS]
     )
+    more = f"zcl report --experiment {view.experiment_id} --json"
     metadata: dict[str, object] = {
         "verdict": dg.MetadataValue.md(verdict_markdown(view)),
-        "plots": dg.MetadataValue.md(plots_markdown(view, forest_png, history_png)),
+        "plots": dg.MetadataValue.md(plots_markdown(view, forest_svg, history_svg)),
         "decision": view.decision,
+        "alarms": "; ".join(f"{SYMBOL} {a.title}: {a.detail}" for a in view.alarms) or "none",
         "decision_reason": view.decision_reason or "-",
         "deciding_interval": f"{deciding}; method: {method_name(DECIDING_INTERVAL, cite=True)}",
         "srm": srm_sentence(view),
         "plan": progress_sentence(view),
         "data_quality": f"{verified_sentence(view)}; {quarantine_sentence(view)}",
         "as_of": view.as_of,
-        "arms": table(ARM_COLUMNS, arms),
-        "comparisons": table(COMPARISON_COLUMNS, comparisons),
-        "descriptive_figures": table(DESCRIPTIVE_COLUMNS, descriptive),
-        "look_history": table(HISTORY_COLUMNS, history),
-        "quarantined_and_excluded_rows": table(QUARANTINE_COLUMNS, quarantine),
+        "arms": table(ARM_COLUMNS, arms, more),
+        "comparisons": table(COMPARISON_COLUMNS, comparisons, more, view.comparisons.height),
+        "descriptive": table(DESCRIPTIVE_COLUMNS, descriptive, more, view.comparisons.height),
+        "look_history": table(HISTORY_COLUMNS, _history_rows(view), more),
+        "rows_by_rule": table(QUARANTINE_COLUMNS, quarantine),
         "dagster/row_count": view.comparisons.height,
     }
     # Plain numbers, so the UI plots them over looks (materializations of this partition).
@@ -201,8 +206,8 @@ def experiment_metadata(view: ExperimentView, forest_png: bytes, history_png: by
         "difference": first.get("difference"),
         "cs_low": first.get("cs_low"),
         "cs_high": first.get("cs_high"),
-        "information_fraction": view.information_fraction,
-        "days_left": view.days_left,
+        "plan_reached": view.information_fraction,
+        "days_left": None if view.stalled_since else view.days_left,
         "srm_sequential_p": view.srm_p,
         "verified_share": view.verified_share,
         "units_control": first.get("n_control"),
@@ -212,3 +217,36 @@ def experiment_metadata(view: ExperimentView, forest_png: bytes, history_png: by
     }
     metadata.update({k: _real(v) for k, v in numbers.items() if _real(v) is not None})
     return metadata
+
+
+def failed_metadata(experiment_id: str, error: str) -> dict[str, object]:
+    """Metadata of a page that could not be drawn: what failed, and where the figures still are. Reads
+    nothing of the view, so it cannot fail the same way."""
+    from zcl_assets.reports.markdown import text
+
+    return {
+        "verdict": dg.MetadataValue.md(
+            f"### {SYMBOL} REPORT FAILED\n\nThis page could not be drawn: {text(error[:600])}\n\n"
+            f"The look itself is in the warehouse: zcl report \\-\\-experiment {text(experiment_id)}"
+        ),
+        "report_error": error[:2000],
+    }
+
+
+OVERVIEW_COLUMNS = (
+    _column("experiment", "string", "experiment id = partition of experiment_report (index: a link to its page)"),
+    _column("decision", "string", "headline decision"),
+    _column("alarm", "string", "kind of the most severe alarm (SRM mismatch, baseline drift, guardrail breached, "
+                               "stalled, ...), else -; the index and the experiment's page give its figures"),
+    _column("plan", "string", "share of the planned sample reached"),
+    _column("srm", "string", "sample-ratio status"),
+)
+
+
+def overview_table(rows: Sequence[IndexRow]) -> dg.TableMetadataValue:
+    """The night's overview, one row per experiment (``reports/index.py``), in attention order, uncut."""
+    records = [dg.TableRecord({
+        "experiment": r.experiment, "decision": r.decision, "alarm": f"{SYMBOL} {alarm_label(r)}" if r.alarm else "-",
+        "plan": r.plan, "srm": r.srm,
+    }) for r in rows]
+    return dg.MetadataValue.table(records, schema=dg.TableSchema(columns=list(OVERVIEW_COLUMNS)))
