@@ -189,7 +189,50 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
     if missing:
         raise ValueError(f"{src}: missing column(s) {missing}; found {df.columns}")
     arms = _declared(o, df)
+    base = _rows(df, o, _variants_of_arms(df, o, arms))
+    unparseable = base.filter(
+        pl.col("ts").is_null() | pl.col("unit").is_null() | pl.col("arm").is_null() | pl.col("success").is_null()
+    ).height
+    mismatched = base.filter(pl.col("arm").is_not_null() & (pl.col("delivered_arm") != pl.col("arm"))).height
+    _refuse_mostly_mismatched(mismatched, base.filter(pl.col("arm").is_not_null()).height, df, o)
+    undeclared = {
+        str(label): int(n)
+        for label, n in base.filter(~pl.col("arm").is_in(arms)).get_column("arm").value_counts(sort=True).iter_rows()
+    }
+    first_ts = base.get_column("ts").min()
+    if o.registered_at is None and first_ts is None:
+        raise ValueError(f"{src}: no parseable timestamp; pass registered_at")
+    reg = _to_utc_datetime(o.registered_at) if o.registered_at is not None else \
+        _dt.datetime(first_ts.year, first_ts.month, first_ts.day, tzinfo=_dt.timezone.utc)
+    registration = registration_record(o, src, arms, reg)
+    check_registration(registration)
+    # Rows in day order (stable: input order within a day), so that each table's days are
+    # slices of it rather than a gather of every column per table.
+    fallback = first_ts.date() if first_ts is not None else reg.date()
+    base = base.sort(pl.col("ts").dt.date().fill_null(fallback), maintain_order=True)
+    name = f"ab_export-{safe_name(o.experiment_id)}"
+    _refuse_name_clash(Path(landing_dir), name, o.experiment_id)
+    with ThreadPoolExecutor(max_workers=4) as pool:  # polars writes release the GIL
+        writes = list(pool.map(lambda t: write_landing(
+            t[0], landing_dir, t[1], time_column=t[2], name=name, json_columns=t[3], fallback_day=fallback, fmt="parquet"),
+            _landing_tables(base, o, registration)))
+    return AbExportSummary(
+        rows_read=df.height,
+        records_written={w.table: w.rows for w in writes},
+        files_written=[p for w in writes for p in w.files],
+        files_removed=[p for w in writes for p in w.removed_stale],
+        experiment_ids=[o.experiment_id],
+        arms=arms,
+        registered_at=reg.isoformat(),
+        mismatched_rows=mismatched,
+        unparseable_rows=unparseable,
+        undeclared_labels=undeclared,
+    )
 
+
+def _variants_of_arms(df: pl.DataFrame, o: AbExportOptions, arms: list[str]) -> dict[str, str]:
+    """{delivered value: arm} of the variant mapping, refused when a value is mapped twice or never
+    delivered, or when no mapping is given and no delivered value is an arm name."""
     reverse: dict[str, str] = {}
     for arm, value in o.variant_map.items():
         if value in reverse:
@@ -204,42 +247,28 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
                 f"the delivered column {o.delivered_column!r} holds {sorted(delivered_values)[:10]}, none of them an arm "
                 f"name; map them with --variant ARM=VALUE (or pass --delivered-column '' if delivery equals assignment)"
             )
+    return reverse
 
-    ts_parsed = parse_timestamps(df.get_column(o.timestamp_column))
+
+def _rows(df: pl.DataFrame, o: AbExportOptions, reverse: dict[str, str]) -> pl.DataFrame:
+    """One row per export row: unit, time (text and parsed), assigned and delivered arm, outcome, session id."""
     outcome_norm = pl.col(o.outcome_column).str.strip_chars().str.to_lowercase()
     delivered = pl.col(o.delivered_column).replace(reverse) if o.delivered_column is not None else pl.col(o.assigned_column)
     base = df.select(
         pl.col(o.unit_column).alias("unit"),
         pl.col(o.timestamp_column).alias("ts_text"),
-        ts_parsed.alias("ts"),
+        parse_timestamps(df.get_column(o.timestamp_column)).alias("ts"),
         pl.col(o.assigned_column).alias("arm"),
         delivered.alias("delivered_arm"),
         pl.col(o.delivered_column if o.delivered_column is not None else o.assigned_column).alias("delivered_raw"),
         pl.col(o.outcome_column).alias("outcome_raw"),
         pl.when(outcome_norm.is_in(_TRUE)).then(True).when(outcome_norm.is_in(_FALSE)).then(False).alias("success"),
     )
-    base = base.with_columns(_session_ids(base, o.experiment_id))
+    return base.with_columns(_session_ids(base, o.experiment_id))
 
-    unparseable = base.filter(
-        pl.col("ts").is_null() | pl.col("unit").is_null() | pl.col("arm").is_null() | pl.col("success").is_null()
-    ).height
-    mismatched = base.filter(pl.col("arm").is_not_null() & (pl.col("delivered_arm") != pl.col("arm"))).height
-    _refuse_mostly_mismatched(mismatched, base.filter(pl.col("arm").is_not_null()).height, df, o)
-    undeclared = {
-        str(label): int(n)
-        for label, n in base.filter(~pl.col("arm").is_in(arms)).get_column("arm").value_counts(sort=True).iter_rows()
-    }
 
-    first_ts = base.get_column("ts").min()
-    if o.registered_at is None:
-        if first_ts is None:
-            raise ValueError(f"{src}: no parseable timestamp; pass registered_at")
-        reg = _dt.datetime(first_ts.year, first_ts.month, first_ts.day, tzinfo=_dt.timezone.utc)
-    else:
-        reg = _to_utc_datetime(o.registered_at)
-    registration = registration_record(o, src, arms, reg)
-    check_registration(registration)
-
+def _landing_tables(base: pl.DataFrame, o: AbExportOptions, registration: dict) -> list[tuple[pl.DataFrame, str, str, list[str]]]:
+    """(records, table, event-time column, JSON columns) of the four landing tables the export fills."""
     # A column with an unparseable value is written as text, so the contract judges each value.
     all_times = base.get_column("ts").null_count() == base.get_column("ts_text").null_count()
     time_col = pl.col("ts") if all_times else pl.coalesce(
@@ -247,58 +276,27 @@ def import_ab_export(path: str | os.PathLike[str], landing_dir: str | os.PathLik
     all_outcomes = base.get_column("success").null_count() == base.get_column("outcome_raw").null_count()
     outcome_col = pl.col("success") if all_outcomes else pl.coalesce(
         pl.col("success").cast(pl.String), pl.col("outcome_raw"))
-
-    # Rows in day order (stable: input order within a day), so that each table's days are
-    # slices of it rather than a gather of every column per table.
-    fallback = first_ts.date() if first_ts is not None else reg.date()
-    base = base.sort(pl.col("ts").dt.date().fill_null(fallback), maintain_order=True)
-
     sessions = base.select(
-        "session_id",
-        pl.lit(o.org_id).alias("org_id"),
-        pl.col("unit").alias("user_id"),
-        pl.lit(o.task_type).alias("task_type"),
-        time_col.alias("started_at"),
-        pl.lit(o.experiment_id).alias("experiment_id"),
-        "delivered_arm",
+        "session_id", pl.lit(o.org_id).alias("org_id"), pl.col("unit").alias("user_id"),
+        pl.lit(o.task_type).alias("task_type"), time_col.alias("started_at"),
+        pl.lit(o.experiment_id).alias("experiment_id"), "delivered_arm",
     )
     assignments = base.select(
         "session_id", pl.lit(o.experiment_id).alias("experiment_id"), "arm", pl.col("unit").alias("unit_id"),
         time_col.alias("assigned_at"),
     )
     outcomes = base.select(
-        "session_id",
-        outcome_col.alias("success"),
-        time_col.alias("recorded_at"),
-        pl.lit(o.evaluator_id).alias("evaluator_id"),
-        pl.lit(o.evaluator_version).alias("evaluator_version"),
+        "session_id", outcome_col.alias("success"), time_col.alias("recorded_at"),
+        pl.lit(o.evaluator_id).alias("evaluator_id"), pl.lit(o.evaluator_version).alias("evaluator_version"),
         pl.lit(o.evaluator_kind).alias("evaluator_kind"),
     )
     experiments = pl.DataFrame([registration]).with_columns(pl.col("registered_at").str.to_datetime(time_zone="UTC"))
-
-    name = f"ab_export-{safe_name(o.experiment_id)}"
-    _refuse_name_clash(Path(landing_dir), name, o.experiment_id)
-    tables = [
+    return [
         (experiments, "experiments", "registered_at", ["arms", "guardrails"]),
         (sessions, "sessions", "started_at", []),
         (assignments, "assignments", "assigned_at", []),
         (outcomes, "outcomes", "recorded_at", []),
     ]
-    with ThreadPoolExecutor(max_workers=len(tables)) as pool:  # polars writes release the GIL
-        writes = list(pool.map(lambda t: write_landing(
-            t[0], landing_dir, t[1], time_column=t[2], name=name, json_columns=t[3], fallback_day=fallback, fmt="parquet"), tables))
-    return AbExportSummary(
-        rows_read=df.height,
-        records_written={w.table: w.rows for w in writes},
-        files_written=[p for w in writes for p in w.files],
-        files_removed=[p for w in writes for p in w.removed_stale],
-        experiment_ids=[o.experiment_id],
-        arms=arms,
-        registered_at=reg.isoformat(),
-        mismatched_rows=mismatched,
-        unparseable_rows=unparseable,
-        undeclared_labels=undeclared,
-    )
 
 
 MOSTLY_MISMATCHED = 0.5
