@@ -5,7 +5,6 @@ valid but whose data pages are corrupt (a partial upload), a registration with a
 blocker is quarantined with its reason, this night and the next; the next night does not
 read the quarantined file again, and reads it once it changed."""
 
-import dagster as dg
 import duckdb
 import polars as pl
 import pyarrow.parquet as pq
