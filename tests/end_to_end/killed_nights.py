@@ -1,11 +1,12 @@
 """SIGKILL `zcl run` at seeded random moments of a fresh load and of the next night.
 
-Shared by ``test_killed_nights.py`` (a few kills, in ``make test``) and
+Shared by ``test_killed_nights.py`` (two kills, in ``make test``) and
 ``benchmarks/killed_runs.py`` (50). A trial lands the first days of a simulated world and
-kills the first night at a random moment, runs it again to the end, then lands one more day
-and does the same with the second night. After every kill the warehouse must open and every
-table must read (else it is a corruption); after every recovery every table must equal, to
-the last bit, the tables of the same nights run without interruption.
+kills the first night at random moments, each run starting from what the kill before it
+left, then runs it to the end; then it lands one more day and does the same with the second
+night. After every kill the warehouse must open and every table must read (else it is a
+corruption); after every recovery every table must equal, to the last bit, the tables of
+the same nights run without interruption.
 """
 
 from __future__ import annotations
@@ -93,8 +94,9 @@ def _previous_day(day: str) -> str:
     return str(np.datetime64(day) - np.timedelta64(1, "D"))
 
 
-def kill_trials(root: Path, trials: int, seed: int) -> KillReport:
-    """``trials`` times: kill each of the two nights once at a random moment, then recover it."""
+def kill_trials(root: Path, trials: int, kills_per_night: int, seed: int) -> KillReport:
+    """``trials`` times: kill each of the two nights ``kills_per_night`` times at random moments,
+    then run it to the end and compare with the uninterrupted tables."""
     expected, durations = reference(root)
     world, rng, report = _world(root), np.random.default_rng(seed), KillReport()
     for trial in range(trials):
@@ -104,19 +106,24 @@ def kill_trials(root: Path, trials: int, seed: int) -> KillReport:
         env = zcl_env(fresh_home(base), landing, warehouse)
         for night, tables, duration in zip(NIGHTS, expected, durations):
             _land_until(world, landing, _previous_day(night))
-            process = start_zcl(env, "run", "--as-of", night)
-            moment = float(rng.uniform(0.3, duration))
-            time.sleep(moment)
-            process.send_signal(signal.SIGKILL)
-            process.wait(timeout=60)
-            report.kills += 1
-            report.moments.append(round(moment, 2))
-            report.hit_a_run += b"run nightly_job" in process.stdout.read()
-            broken = _readable(warehouse)
-            if broken:
-                report.corruptions.append(f"trial {trial}, night {night}: {broken}")
+            for _ in range(kills_per_night):
+                _kill_once(env, warehouse, night, float(rng.uniform(0.3, duration)), report)
             _run(env, night)
             report.recoveries += 1
             report.converged += every_table(warehouse) == tables
         shutil.rmtree(base)
     return report
+
+
+def _kill_once(env: dict, warehouse: Path, night: str, moment: float, report: KillReport) -> None:
+    """Start the night, SIGKILL it ``moment`` seconds later, and check that the warehouse reads."""
+    process = start_zcl(env, "run", "--as-of", night)
+    time.sleep(moment)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+    report.kills += 1
+    report.moments.append(round(moment, 2))
+    report.hit_a_run += b"run nightly_job" in process.stdout.read()
+    broken = _readable(warehouse)
+    if broken:
+        report.corruptions.append(f"night {night}, kill {report.kills}: {broken}")

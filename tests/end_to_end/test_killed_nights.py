@@ -6,6 +6,6 @@ from tests.end_to_end.killed_nights import kill_trials
 
 
 def test_killed_nights_leave_no_corruption_and_recover_to_the_uninterrupted_tables(tmp_path):
-    report = kill_trials(tmp_path, trials=1, seed=20261201)
+    report = kill_trials(tmp_path, trials=1, kills_per_night=1, seed=20261201)
     assert report.kills == 2 and report.corruptions == []
     assert report.converged == report.recoveries == 2
