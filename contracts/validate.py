@@ -205,7 +205,7 @@ def _domain_rules(f: Field, policy: PrivacyPolicy | None = None) -> list[tuple[s
     rules: list[tuple[str, str, str]] = []
     if f.non_blank:
         # a visible ASCII first character settles it without the regular expression
-        blank = f"NOT (unicode({x}) BETWEEN 33 AND 126) AND regexp_matches({x}, {sql_literal(BLANK_PATTERN)})"
+        blank = f"CASE WHEN unicode({x}) BETWEEN 33 AND 126 THEN false ELSE regexp_matches({x}, {sql_literal(BLANK_PATTERN)}) END"
         rules.append(("blank", blank, sql_literal(f"{name} is blank")))
     if f.allowed is not None:
         allowed = ", ".join(sql_literal(a) for a in f.allowed)
@@ -221,7 +221,7 @@ def _domain_rules(f: Field, policy: PrivacyPolicy | None = None) -> list[tuple[s
         rules += _json_rules(f, x, shown)
     if _refuses_sensitive(f, policy):
         advice = f"; set ZCL_PSEUDONYM_KEY to pseudonymise {name}" if f.personal else ""
-        rules.append(("sensitive_value", (policy or PrivacyPolicy()).redactor.detect_sql(x),
+        rules.append(("sensitive_value", f"CASE WHEN src.__gate THEN {(policy or PrivacyPolicy()).redactor.detect_sql(x)} ELSE false END",
                       sql_literal(f"{name} holds a secret or personal datum (the record shows its kind), which is never staged{advice}")))
     return [(rule, f"({x} IS NOT NULL AND ({cond}))", reason) for rule, cond, reason in rules]
 
@@ -275,7 +275,9 @@ def _read_conditions(source: Source) -> tuple[list[tuple[str, str, str]], str]:
             ("unreadable_file", "src.__error IS NOT NULL AND NOT src.__encoding_error", "src.__error"),
             ("invalid_encoding", "src.__error IS NOT NULL AND src.__encoding_error", "src.__error"),
             ("malformed_record", "src.__error IS NULL AND NOT src.__is_object", "'not a JSON object'"),
-            ("duplicate_field", "src.__is_object AND len(src.__keys) <> len(list_distinct(src.__keys))",
+            # more keys than contract fields present: unknown keys, or a key twice (then the exact check)
+            ("duplicate_field", "CASE WHEN src.__is_object AND len(src.__keys) > list_count(src.jt) "
+                                "THEN len(src.__keys) <> len(list_distinct(src.__keys)) ELSE false END",
              f"'key ' || {repeated} || ' appears more than once'"),
         ], "src.__error IS NULL AND src.__is_object"
     if not source.errors:
@@ -375,16 +377,28 @@ def candidate_select(contract: TableContract, source: Source, policy: PrivacyPol
         record = f"CAST(to_json(struct_pack({packed})) AS VARCHAR)" if source.columns else "NULL"
     field_list = ", ".join(f"{_staged_value(f, policy)} AS {quote_identifier(f.name)}" for f in fields)
     texts = [f"CAST({_typed(f.name)} AS VARCHAR)" for f in fields if redacted_in_place(f)]
-    sensitive = " OR ".join(f"coalesce({policy.redactor.detect_sql(t)}, false)" for t in texts) or "false"
+    in_place = " OR ".join(f"coalesce({policy.redactor.detect_sql(t)}, false)" for t in texts)
+    sensitive = f"CASE WHEN src.__gate THEN {in_place} ELSE false END" if texts else "false"
     return (
         f"SELECT src.__partition_day AS partition_day, src.__source_file AS source_file, src.__source_row AS source_row, {field_list},\n"
         f"  CASE WHEN {broken} THEN CASE {rule_case} END END AS __rule,\n"
         f"  CASE WHEN {broken} THEN concat_ws('; ', {reasons}) END AS __reason,\n"
         f"  CASE WHEN {broken} THEN {record} END AS __record,\n"
         f"  {sensitive} AS __sensitive\n"
-        f"FROM (SELECT src.*, {', '.join(flags)} FROM (SELECT src.*, {', '.join(typed_columns)} "
-        f"FROM {_prepared_relation(contract, source)} src) src) src"
+        f"FROM (SELECT src.*, {', '.join(flags)} FROM (SELECT src.*, {_gate(contract, policy)} AS __gate FROM "
+        f"(SELECT src.*, {', '.join(typed_columns)} FROM {_prepared_relation(contract, source)} src) src) src) src"
     )
+
+
+def _gate(contract: TableContract, policy: PrivacyPolicy) -> str:
+    """SQL: some text or JSON field of the row holds a match, tested once on all of them
+    joined by a separator no pattern matches within a field; only then is each field tested
+    (one regular expression a row instead of one a field)."""
+    scanned = [f for f in contract.fields if redacted_in_place(f) or _refuses_sensitive(f, policy)]
+    if not scanned:
+        return "false"
+    joined = ", ".join(f"CAST({_typed(f.name)} AS VARCHAR)" for f in scanned)
+    return f"coalesce({policy.redactor.detect_sql(f'concat_ws(chr(31), {joined})')}, false)"
 
 
 def _prepared_relation(contract: TableContract, source: Source) -> str:
