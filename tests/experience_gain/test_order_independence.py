@@ -27,6 +27,7 @@ def _arm_statistics(order):
     con.execute("CREATE TABLE experience (experiment_id VARCHAR, is_control BOOLEAN, unit_id VARCHAR, session_id VARCHAR, "
                 "score DOUBLE, success DOUBLE, time_minutes DOUBLE, tokens DOUBLE, verified BOOLEAN)")
     con.execute("CREATE TABLE staged_sessions (session_id VARCHAR, model VARCHAR, budget DOUBLE)")
+    con.execute("CREATE TABLE gain_scope AS SELECT 'e' AS experiment_id")  # the experiments a night reads
     rows = [(f"s{i}", i % 2 == 0, score) for i, score in enumerate(SCORES)]
     for session, control, score in (rows if order == "forward" else rows[::-1]):
         con.execute("INSERT INTO experience VALUES ('e', ?, ?, ?, ?, NULL, NULL, NULL, true)", [control, session, session, score])
