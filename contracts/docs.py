@@ -26,6 +26,10 @@ def _rule(f: Field) -> str:
         parts.append(f"a JSON {f.json_shape.replace('_', ' ')}")
     if f.doc:
         parts.append(f.doc)
+    if f.free_text:
+        parts.append("free text: a secret or personal datum in it is staged as its placeholder")
+    if f.personal:
+        parts.append("a person's id: pseudonymised when `ZCL_PSEUDONYM_KEY` is set")
     return "; ".join(parts)
 
 

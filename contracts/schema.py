@@ -46,6 +46,13 @@ class Field:
             ``list_of_text`` or ``list_of_objects``.
         default: value used when a record leaves an optional field out (as the staged value).
         doc: one line for the landing documentation.
+        free_text: words rather than an identifier (a hypothesis, a reason): a secret or
+            personal datum inside is replaced by its placeholder and the row is staged. A
+            text field that is not free text (an id, a name) and holds one is refused
+            (``sensitive_value``): a placeholder would merge distinct ids. JSON fields are
+            redacted in place, like free text.
+        personal: identifies a person (a user id): pseudonymised at staging when a
+            pseudonym key is set (``zcl_assets.privacy.pseudonyms``).
     """
 
     name: str
@@ -60,6 +67,8 @@ class Field:
     json_shape: str | None = None
     default: object = None
     doc: str = ""
+    free_text: bool = False
+    personal: bool = False
 
     def __post_init__(self) -> None:
         if self.type not in TYPES:
@@ -68,6 +77,8 @@ class Field:
             raise ValueError(f"field {self.name}: json_shape needs type JSON and one of {JSON_SHAPES}")
         if self.allowed is not None and self.type not in ("VARCHAR", "BIGINT"):
             raise ValueError(f"field {self.name}: allowed values are for VARCHAR and BIGINT fields")
+        if (self.free_text or self.personal) and self.type != "VARCHAR":
+            raise ValueError(f"field {self.name}: free_text and personal are for VARCHAR fields")
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,30 @@ EXPERIMENT_STATUSES: tuple[str, ...] = ("active", "completed", "cancelled", "reo
 ADMISSION_STATES: tuple[str, ...] = ("admitted", "consumed", "launched", "blocked", "terminal")
 DIRECTIONS: tuple[str, ...] = ("increase", "decrease")
 
+# Bounds of a registration. Each keeps the numbers the look, the plan and the plots compute
+# from a registration finite and their cost bounded; a registration outside one is refused
+# with the bound in its reason, before any look or report sees it.
+MAX_ARMS = 32
+"""Arms of one experiment at most: the 24 orders of four documents fit; a 1,000-arm design
+would split its traffic and its alpha (Holm over 999 comparisons) beyond any decision."""
+MAX_GUARDRAILS = 8
+"""Guardrails of one experiment at most (two per metric); each takes a share of the power."""
+MAX_MAGNITUDE = 1e12
+"""Largest absolute value of a registered number in a metric's unit (MDE, baseline, sd,
+margins, caps): far beyond any minutes, tokens or score, and squares stay finite (1e24)."""
+MIN_STANDARDIZED_MDE = 1e-4
+"""Smallest MDE in units of the baseline sd (sqrt(p(1-p)) for success): the plan for it
+needs about 1.6e9 units per arm; a smaller one would need more units than any experiment
+has, and at 1e-300 the planned sample is no longer a finite number."""
+MIN_ALPHA = 1e-6
+"""Smallest alpha: z of 1e-6 / 2 is 4.9; an alpha slot divides it further."""
+MAX_POWER = 0.999
+"""Largest power: z of 0.999 is 3.09; power 1 needs an infinite sample."""
+MIN_VERIFIED_SHARE = 0.01
+"""Smallest expected verified share: the plan is divided by it."""
+MAX_MIN_SAMPLES = 1_000_000_000
+"""Largest declared minimum sample per arm."""
+
 
 def _version() -> Field:  # pragma: no mutate block (runs only at import, before a mutant is on)
     return Field("schema_version", "BIGINT", allowed=SCHEMA_VERSIONS, doc="contract version of the record")
@@ -43,25 +67,27 @@ EXPERIMENTS = TableContract(
         _text("org_id"),
         _text("task_type"),
         _text("kind", allowed=EXPERIMENT_KINDS),
-        Field("hypothesis", "VARCHAR", doc="the hypothesis in words"),
-        Field("arms", "JSON", json_shape="list_of_objects", doc="list of {name, payload, allocation}; shares sum to 1"),
+        Field("hypothesis", "VARCHAR", doc="the hypothesis in words", free_text=True),
+        Field("arms", "JSON", json_shape="list_of_objects",
+              doc=f"list of {{name, payload, allocation}}, 2 to {MAX_ARMS} arms; shares sum to 1"),
         _text("control_arm", doc="one of the arm names"),
         _text("primary_metric", allowed=METRICS),
         _text("direction", allowed=DIRECTIONS, doc="which direction of the primary metric is beneficial"),
-        Field("mde", "DOUBLE", gt=0, doc="minimum detectable effect, absolute, in the metric's unit"),
-        Field("alpha", "DOUBLE", gt=0, le=0.5),
-        Field("power", "DOUBLE", ge=0.5, lt=1),
-        Field("baseline_mean", "DOUBLE", doc="control mean (a rate for success)"),
-        Field("baseline_sd", "DOUBLE", required=False, gt=0, doc="per-unit sd; required for continuous metrics"),
-        Field("min_samples_per_arm", "BIGINT", ge=1),
+        Field("mde", "DOUBLE", gt=0, le=MAX_MAGNITUDE, doc="minimum detectable effect, absolute, in the metric's unit"),
+        Field("alpha", "DOUBLE", ge=MIN_ALPHA, le=0.5),
+        Field("power", "DOUBLE", ge=0.5, le=MAX_POWER),
+        Field("baseline_mean", "DOUBLE", ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE, doc="control mean (a rate for success)"),
+        Field("baseline_sd", "DOUBLE", required=False, gt=0, le=MAX_MAGNITUDE, doc="per-unit sd; required for continuous metrics"),
+        Field("min_samples_per_arm", "BIGINT", ge=1, le=MAX_MIN_SAMPLES),
         _text("randomization_unit", allowed=("session", "user")),
         _text(
             "sessions_per_unit", required=False, allowed=("one", "many"), default="many",
             doc="'one': a unit-level export, where a repeated unit is a defect",
         ),
-        Field("guardrails", "JSON", required=False, json_shape="list_of_objects", default="[]", doc="list of {metric, direction, margin}"),
+        Field("guardrails", "JSON", required=False, json_shape="list_of_objects", default="[]",
+              doc=f"list of {{metric, direction, margin}}, at most {MAX_GUARDRAILS}"),
         Field("metric_caps", "JSON", required=False, json_shape="object", doc="caps of time_minutes and tokens"),
-        Field("expected_verified_share", "DOUBLE", required=False, gt=0, le=1, default=1.0),
+        Field("expected_verified_share", "DOUBLE", required=False, ge=MIN_VERIFIED_SHARE, le=1, default=1.0),
         _time("registered_at"),
     ),
     key=("experiment_id",),
@@ -70,6 +96,18 @@ EXPERIMENTS = TableContract(
             "baseline_sd_for_continuous",
             "primary_metric = 'success' OR baseline_sd IS NOT NULL",
             "baseline_sd is missing for a continuous primary metric",
+        ),
+        RowRule(
+            "rate_out_of_range",
+            "primary_metric <> 'success' OR (mde <= 1 AND baseline_mean >= 0 AND baseline_mean <= 1)",
+            "for the success metric, mde must be <= 1 and baseline_mean within [0, 1] (rates)",
+        ),
+        RowRule(
+            "mde_below_resolution",
+            f"mde <= 0 OR mde >= {MIN_STANDARDIZED_MDE!r} * CASE WHEN primary_metric = 'success' "
+            "THEN sqrt(greatest(baseline_mean * (1 - baseline_mean), 0)) ELSE baseline_sd END",
+            f"mde must be at least {MIN_STANDARDIZED_MDE:g} x the baseline sd (sqrt(p(1-p)) for success): "
+            "a smaller effect needs more units than any experiment has",
         ),
     ),
 )
@@ -83,7 +121,7 @@ EXPERIMENT_EVENTS = TableContract(
         _text("experiment_id"),
         _text("status", allowed=EXPERIMENT_STATUSES),
         _time("at"),
-        Field("reason", "VARCHAR", required=False),
+        Field("reason", "VARCHAR", required=False, free_text=True),
         Field("allocation", "JSON", required=False, json_shape="object", doc="new allocation shares {arm: share} from `at` on"),
     ),
     key=("experiment_id", "status", "at"),
@@ -97,7 +135,7 @@ SESSIONS = TableContract(
         _version(),
         _text("session_id"),
         _text("org_id"),
-        _text("user_id"),
+        _text("user_id", personal=True),
         _text("task_type"),
         Field("model", "VARCHAR", required=False),
         Field("budget", "DOUBLE", required=False, ge=0, doc="token budget"),
@@ -129,7 +167,7 @@ ASSIGNMENTS = TableContract(
         _text("session_id"),
         _text("experiment_id"),
         _text("arm"),
-        _text("unit_id", doc="the randomization unit (user or session)"),
+        _text("unit_id", doc="the randomization unit (user or session)", personal=True),
         _time("assigned_at"),
     ),
     key=("session_id", "experiment_id"),
@@ -174,7 +212,7 @@ ADMISSION_EVENTS = TableContract(
         _time("at"),
         Field("arm", "VARCHAR", required=False),
         Field("session_id", "VARCHAR", required=False),
-        Field("outcome", "VARCHAR", required=False),
+        Field("outcome", "VARCHAR", required=False, free_text=True),
     ),
     key=("admission_id", "state", "at"),
 )

@@ -16,12 +16,22 @@ rule, every reason and its record as text. Row-level rules, in order, first matc
 the rule and every reason is kept:
 
 1. the file or line could not be read: ``unreadable_file``, ``invalid_encoding``,
-   ``malformed_record`` (not a JSON object);
-2. per field, in contract order: ``missing_field``, ``bad_type``;
+   ``malformed_record`` (not a JSON object, a CSV line with too few or too many cells);
+   ``duplicate_field``: a key of the JSON object, or a column of the file, appears twice;
+2. per field, in contract order: ``missing_field``, ``bad_type`` (a timestamp must be a
+   date and time: DuckDB's words ``epoch`` and ``infinity`` are refused);
 3. ``wrong_partition``: the event time falls on another UTC day than the folder;
-4. per field, the domain: ``blank``, ``not_allowed``, ``not_finite``, ``out_of_range``,
-   ``bad_shape``;
+4. per field, the domain: ``blank`` (nothing but white space or invisible characters),
+   ``not_allowed``, ``not_finite`` (also a NaN or infinity inside a JSON field, an infinite
+   timestamp), ``out_of_range``, ``bad_shape``, ``duplicate_field`` (a key repeated inside
+   a JSON field), ``sensitive_value`` (an id that holds a secret or personal datum);
 5. the table's row rules (``contracts.tables``).
+
+Secrets and personal data (``zcl_assets.privacy``): a field marked ``free_text`` and every
+JSON field are staged with each match replaced by its placeholder; a ``personal`` field is
+pseudonymised when the policy has a key; any other text field holding a match is refused
+(``sensitive_value``), since a placeholder would merge distinct ids. The raw record and
+reasons of a refused row are redacted by the caller before they are stored.
 
 Cross-row rules (keys, references between tables) run afterwards over the staged state
 (``zcl_assets.ingest.staging``). Identifiers in the generated SQL come only from the
@@ -35,8 +45,16 @@ import re
 from dataclasses import dataclass
 
 from contracts.schema import Field, TableContract, quote_identifier, sql_literal
+from zcl_assets.privacy.policy import PrivacyPolicy
 
 SHAPES: tuple[str, ...] = ("json", "text", "native")
+SOURCE_ERROR_RULES: tuple[str, ...] = ("unreadable_file", "malformed_record", "duplicate_field")
+"""Rules a reader may set on a ``text`` or ``native`` row (``__error_rule``, ``__error``)."""
+NUMERIC_JSON_SHAPES: tuple[str, ...] = ("list", "object", "list_of_objects")
+"""JSON shapes that may hold numbers and objects: checked for non-finite numbers and repeated keys."""
+BLANK_PATTERN = r"^[\s\x{0B}\x{85}\p{Z}\p{Cf}]*$"
+"""RE2: white space (ASCII, vertical tab, next line, Unicode separators) and invisible format
+characters only, such as a tab, a no-break space or a zero-width space."""
 CANDIDATE_LINEAGE: tuple[str, ...] = ("partition_day", "source_file", "source_row")
 
 _INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT")
@@ -53,11 +71,14 @@ class Source:
         columns: for ``text`` and ``native``, the relation's columns and their DuckDB
             types (``VARCHAR`` for text); a field without a column is absent.
         relation: SQL name of the relation (a registered frame or a table function call).
+        errors: for ``text`` and ``native``, the relation also has ``__error_rule`` (one of
+            ``SOURCE_ERROR_RULES``, NULL for a readable row) and ``__error`` (its reason).
     """
 
     shape: str
     relation: str
     columns: tuple[tuple[str, str], ...] = ()
+    errors: bool = False
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES:
@@ -91,10 +112,16 @@ def _json_field(f: Field, i: int) -> _FieldSql:
         ),
         "DOUBLE": f"CASE WHEN {jt} IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST({s} AS DOUBLE) END",
         "BOOLEAN": f"CASE WHEN {jt} = 'BOOLEAN' THEN {s} = 'true' END",
-        "TIMESTAMPTZ": f"CASE WHEN {jt} = 'VARCHAR' THEN TRY_CAST({s} AS TIMESTAMPTZ) END",
+        "TIMESTAMPTZ": f"CASE WHEN {jt} = 'VARCHAR' THEN {_timestamp(s)} END",
         "JSON": f"CASE WHEN {present} THEN {v} END",
     }[f.type]
     return _FieldSql(typed, present, f"CAST({v} AS VARCHAR)")
+
+
+def _timestamp(text_sql: str) -> str:
+    """A timestamp parsed from text that starts with a digit: DuckDB also reads words
+    (``epoch``, ``infinity``, ``-infinity``), which no event time is."""
+    return f"CASE WHEN unicode(ltrim({text_sql})) BETWEEN 48 AND 57 THEN TRY_CAST({text_sql} AS TIMESTAMPTZ) END"
 
 
 def _integral(double_sql: str) -> str:
@@ -107,7 +134,7 @@ def _text_typed(f: Field, c: str) -> str:
         "BIGINT": _integral(f"TRY_CAST({c} AS DOUBLE)"),
         "DOUBLE": f"TRY_CAST({c} AS DOUBLE)",
         "BOOLEAN": f"TRY_CAST({c} AS BOOLEAN)",
-        "TIMESTAMPTZ": f"TRY_CAST({c} AS TIMESTAMPTZ)",
+        "TIMESTAMPTZ": _timestamp(c),
         "JSON": f"CASE WHEN json_valid({c}) THEN CAST({c} AS JSON) END",
     }[f.type]
 
@@ -170,69 +197,98 @@ def _typed(name: str) -> str:
     return f"src.{quote_identifier('__t_' + name)}"
 
 
-def _domain_rules(f: Field) -> list[tuple[str, str, str]]:
+def _domain_rules(f: Field, policy: PrivacyPolicy | None = None) -> list[tuple[str, str, str]]:
     """(rule, condition on the typed value ``x``, reason SQL) for the field's domain."""
     x = _typed(f.name)
     name = f.name
     shown = f"CAST({x} AS VARCHAR)"
     rules: list[tuple[str, str, str]] = []
     if f.non_blank:
-        rules.append(("blank", f"trim({x}) = ''", sql_literal(f"{name} is blank")))
+        # a visible ASCII first character settles it without the regular expression
+        blank = f"CASE WHEN unicode({x}) BETWEEN 33 AND 126 THEN false ELSE regexp_matches({x}, {sql_literal(BLANK_PATTERN)}) END"
+        rules.append(("blank", blank, sql_literal(f"{name} is blank")))
     if f.allowed is not None:
         allowed = ", ".join(sql_literal(a) for a in f.allowed)
         listed = ", ".join(str(a) for a in f.allowed)
         rules.append(("not_allowed", f"{x} NOT IN ({allowed})", f"{sql_literal(name + '=')} || {shown} || {sql_literal(' is not one of ' + listed)}"))
-    if f.type == "DOUBLE":
+    if f.type in ("DOUBLE", "TIMESTAMPTZ"):
         rules.append(("not_finite", f"NOT isfinite({x})", f"{sql_literal(name + '=')} || {shown} || ' is not finite'"))
     for op, bound, words in (("<", f.ge, ">="), ("<=", f.gt, ">"), (">", f.le, "<="), (">=", f.lt, "<")):
         if bound is not None:
             cond = f"isfinite({x}) AND {x} {op} {sql_literal(bound)}" if f.type == "DOUBLE" else f"{x} {op} {sql_literal(bound)}"
             rules.append(("out_of_range", cond, f"{sql_literal(name + '=')} || {shown} || {sql_literal(f' must be {words} {bound:g}')}"))
     if f.json_shape is not None:
-        shape_ok = {
-            "list": f"json_type({x}) = 'ARRAY'",
-            "object": f"json_type({x}) = 'OBJECT'",
-            "list_of_text": (
-                f"json_type({x}) = 'ARRAY' AND coalesce(list_bool_and(list_transform(json_extract({x}, '$[*]'), "
-                "lambda e: json_type(e) = 'VARCHAR')), true)"
-            ),
-            "list_of_objects": (
-                f"json_type({x}) = 'ARRAY' AND coalesce(list_bool_and(list_transform(json_extract({x}, '$[*]'), "
-                "lambda e: json_type(e) = 'OBJECT')), true)"
-            ),
-        }[f.json_shape]
-        words = f.json_shape.replace("_", " ")
-        rules.append(("bad_shape", f"NOT ({shape_ok})", f"{sql_literal(name + ' must be a JSON ' + words + ', got ')} || left({shown}, 200)"))
+        rules += _json_rules(f, x, shown)
+    if _refuses_sensitive(f, policy):
+        advice = f"; set ZCL_PSEUDONYM_KEY to pseudonymise {name}" if f.personal else ""
+        rules.append(("sensitive_value", f"CASE WHEN src.__gate THEN {(policy or PrivacyPolicy()).redactor.detect_sql(x)} ELSE false END",
+                      sql_literal(f"{name} holds a secret or personal datum (the record shows its kind), which is never staged{advice}")))
     return [(rule, f"({x} IS NOT NULL AND ({cond}))", reason) for rule, cond, reason in rules]
 
 
-def candidate_select(contract: TableContract, source: Source) -> str:
-    """SQL selecting the candidate rows of ``contract`` from one relation of ``source``.
+def _refuses_sensitive(f: Field, policy: PrivacyPolicy | None) -> bool:
+    """An id (text, neither free text nor one of a fixed list) is refused when it holds a match,
+    unless it is personal and pseudonymised."""
+    pseudonymised = f.personal and policy is not None and policy.pseudonym_function is not None
+    return f.type == "VARCHAR" and not f.free_text and f.allowed is None and not pseudonymised
 
-    The relation must have ``__partition_day`` (DATE), ``__source_file`` and
-    ``__source_row`` columns (double underscores keep them apart from a file's own
-    columns). For the ``json`` shape it also has ``__record`` (VARCHAR: the line),
-    ``__error`` (VARCHAR: why the file or line could not be read, else NULL) and
-    ``__encoding_error`` (BOOLEAN: the line is not valid UTF-8; ``__record`` then holds it
-    with the bad bytes escaped); a file that cannot be read at all is one such row. For
-    the ``text`` and ``native`` shapes the fields are columns named as the fields.
 
-    Returns:
-        A SELECT yielding ``partition_day, source_file, source_row``, every contract field
-        typed (``NULL`` where absent or unparseable), ``__rule`` (first rule broken, NULL
-        for a valid row), ``__reason`` (every rule broken, ``rule: reason; ...``) and
-        ``__record`` (the row as landed, as text, for a row that broke a rule; NULL
-        otherwise). The double underscores keep them apart from fields such as ``reason``.
-    """
-    fields = contract.fields
-    parts = [_field_sql(source, f, i) for i, f in enumerate(fields, start=1)]
-    conditions: list[tuple[str, str, str]] = []  # (rule, condition, reason SQL)
+def _json_rules(f: Field, x: str, shown: str) -> list[tuple[str, str, str]]:
+    """The shape of a JSON field; for shapes that may hold numbers and objects, also no
+    non-finite number (DuckDB reads ``NaN``, ``Infinity`` and ``1e999`` in JSON) and no key
+    repeated inside an object (JSON readers silently keep one of them)."""
+    shape_ok = {
+        "list": f"json_type({x}) = 'ARRAY'",
+        "object": f"json_type({x}) = 'OBJECT'",
+        "list_of_text": (
+            f"json_type({x}) = 'ARRAY' AND coalesce(list_bool_and(list_transform(json_extract({x}, '$[*]'), "
+            "lambda e: json_type(e) = 'VARCHAR')), true)"
+        ),
+        "list_of_objects": (
+            f"json_type({x}) = 'ARRAY' AND coalesce(list_bool_and(list_transform(json_extract({x}, '$[*]'), "
+            "lambda e: json_type(e) = 'OBJECT')), true)"
+        ),
+    }[f.json_shape]
+    words = f.json_shape.replace("_", " ")
+    rules = [("bad_shape", f"NOT ({shape_ok})", f"{sql_literal(f.name + ' must be a JSON ' + words + ', got ')} || left({shown}, 200)")]
+    if f.json_shape in NUMERIC_JSON_SHAPES:
+        values = f"json_extract({x}, '$..*')"
+        rules.append((
+            "not_finite",
+            f"coalesce(list_bool_or(list_transform({values}, lambda e: json_type(e) = 'DOUBLE' AND NOT isfinite(TRY_CAST(e AS DOUBLE)))), false)",
+            sql_literal(f"{f.name} holds a number that is not finite (NaN or infinity)"),
+        ))
+        rules.append((
+            "duplicate_field",
+            f"coalesce(list_bool_or(list_transform(list_prepend({x}, {values}), lambda e: json_type(e) = 'OBJECT' "
+            "AND len(json_keys(e)) <> len(list_distinct(json_keys(e))))), false)",
+            sql_literal(f"{f.name} holds an object with a key that appears more than once"),
+        ))
+    return rules
+
+
+def _read_conditions(source: Source) -> tuple[list[tuple[str, str, str]], str]:
+    """The rules of step 1 (the record could not be read whole) and the SQL of "readable"."""
     if source.shape == "json":
-        conditions.append(("unreadable_file", "src.__error IS NOT NULL AND NOT src.__encoding_error", "src.__error"))
-        conditions.append(("invalid_encoding", "src.__error IS NOT NULL AND src.__encoding_error", "src.__error"))
-        conditions.append(("malformed_record", "src.__error IS NULL AND NOT src.__is_object", "'not a JSON object'"))
-    readable = "src.__error IS NULL AND src.__is_object" if source.shape == "json" else "true"
-    for f, sql in zip(fields, parts):
+        repeated = "array_to_string(list_sort(list_distinct(list_filter(src.__keys, lambda k, i: list_position(src.__keys, k) < i))), ', ')"
+        return [
+            ("unreadable_file", "src.__error IS NOT NULL AND NOT src.__encoding_error", "src.__error"),
+            ("invalid_encoding", "src.__error IS NOT NULL AND src.__encoding_error", "src.__error"),
+            ("malformed_record", "src.__error IS NULL AND NOT src.__is_object", "'not a JSON object'"),
+            # more keys than contract fields present: unknown keys, or a key twice (then the exact check)
+            ("duplicate_field", "CASE WHEN src.__is_object AND len(src.__keys) > list_count(src.jt) "
+                                "THEN len(src.__keys) <> len(list_distinct(src.__keys)) ELSE false END",
+             f"'key ' || {repeated} || ' appears more than once'"),
+        ], "src.__error IS NULL AND src.__is_object"
+    if not source.errors:
+        return [], "true"
+    return [(rule, f"src.__error_rule = {sql_literal(rule)}", "src.__error") for rule in SOURCE_ERROR_RULES], "src.__error_rule IS NULL"
+
+
+def _row_conditions(contract: TableContract, source: Source, parts: list[_FieldSql], policy: PrivacyPolicy | None) -> list[tuple[str, str, str]]:
+    """Every row-level rule in order, as (rule, condition, reason SQL) (module docstring)."""
+    conditions, readable = _read_conditions(source)
+    for f, sql in zip(contract.fields, parts):
         if f.required and f.default is None:
             conditions.append(("missing_field", f"({readable}) AND NOT {sql.present}", sql_literal(f"required field {f.name} is missing or null")))
         if sql.infallible:
@@ -249,23 +305,68 @@ def candidate_select(contract: TableContract, source: Source) -> str:
         f"{sql_literal(contract.event_time + ' falls on ')} || CAST(CAST({event} AS DATE) AS VARCHAR) "
         "|| ' UTC, not on the partition day ' || CAST(src.__partition_day AS VARCHAR)",
     ))
-    for f in fields:
-        conditions.extend(_domain_rules(f))
+    for f in contract.fields:
+        conditions.extend(_domain_rules(f, policy))
     for rule in contract.row_rules:  # over the fields of a readable record only (not a truncated line)
         conditions.append((rule.name, f"({readable}) AND NOT coalesce(({_qualify(rule.sql, contract)}), true)",
                            sql_literal(rule.reason)))
+    return conditions
 
+
+def _staged_value(f: Field, policy: PrivacyPolicy) -> str:
+    """The value a field is staged with: a personal id pseudonymised when the policy has a key."""
+    x = _typed(f.name)
+    return f"{policy.pseudonym_function}({x})" if f.personal and policy.pseudonym_function else x
+
+
+def redacted_in_place(f: Field) -> bool:
+    """Free text and JSON are staged with their matches replaced (by the caller, see
+    :func:`candidate_select`'s ``__sensitive``)."""
+    return f.free_text or f.type == "JSON"
+
+
+def candidate_select(contract: TableContract, source: Source, policy: PrivacyPolicy | None = None) -> str:
+    """SQL selecting the candidate rows of ``contract`` from one relation of ``source``.
+
+    The relation must have ``__partition_day`` (DATE), ``__source_file`` and
+    ``__source_row`` columns (double underscores keep them apart from a file's own
+    columns). For the ``json`` shape it also has ``__record`` (VARCHAR: the line),
+    ``__error`` (VARCHAR: why the file or line could not be read, else NULL) and
+    ``__encoding_error`` (BOOLEAN: the line is not valid UTF-8; ``__record`` then holds it
+    with the bad bytes escaped); a file that cannot be read at all is one such row. For
+    the ``text`` and ``native`` shapes the fields are columns named as the fields (and,
+    with ``source.errors``, ``__error_rule`` and ``__error``).
+
+    ``policy`` (default: the default patterns, no pseudonyms) says how sensitive values
+    are staged (module docstring); with a pseudonym key its SQL function must be
+    registered on the connection (``zcl_assets.privacy.pseudonyms.register_function``).
+
+    Returns:
+        A SELECT yielding ``partition_day, source_file, source_row``, every contract field
+        typed (``NULL`` where absent or unparseable), ``__rule`` (first rule broken, NULL
+        for a valid row), ``__reason`` (every rule broken, ``rule: reason; ...``) and
+        ``__record`` (the row as landed, as text, for a row that broke a rule; NULL
+        otherwise). The double underscores keep them apart from fields such as ``reason``.
+        ``__sensitive`` is true when a free-text or JSON field (:func:`redacted_in_place`)
+        holds a match. The caller redacts those values, and every ``__reason`` and
+        ``__record``, before storing them (they may quote landed values).
+    """
+    policy = policy or PrivacyPolicy()
+    fields = contract.fields
+    parts = [_field_sql(source, f, i) for i, f in enumerate(fields, start=1)]
+    conditions = _row_conditions(contract, source, parts, policy)
     typed_columns = []
     for f, sql in zip(fields, parts):
         value = sql.typed
         if f.default is not None:
             value = f"CASE WHEN NOT {sql.present} THEN {sql_literal(f.default)} ELSE {value} END"
         typed_columns.append(f"CAST({value} AS {f.type}) AS {quote_identifier('__t_' + f.name)}")
-    broken = " OR ".join(f"coalesce({cond}, false)" for _, cond, _ in conditions)
-    rule_case = " ".join(f"WHEN coalesce({cond}, false) THEN {sql_literal(rule)}" for rule, cond, _ in conditions)
+    # each condition once, as a column; the rule, the reasons and the record read the columns
+    flags = [f"coalesce({cond}, false) AS __c{i}" for i, (_, cond, _) in enumerate(conditions)]
+    broken = " OR ".join(f"__c{i}" for i in range(len(conditions)))
+    rule_case = " ".join(f"WHEN __c{i} THEN {sql_literal(rule)}" for i, (rule, _, _) in enumerate(conditions))
     reasons = ", ".join(
-        f"CASE WHEN coalesce({cond}, false) THEN {sql_literal(rule + ': ')} || coalesce({reason}, '') END"
-        for rule, cond, reason in conditions
+        f"CASE WHEN __c{i} THEN {sql_literal(rule + ': ')} || coalesce({reason}, '') END" for i, (rule, _, reason) in enumerate(conditions)
     )
     if source.shape == "json":
         record = "src.__record"
@@ -274,15 +375,30 @@ def candidate_select(contract: TableContract, source: Source) -> str:
         # without columns never has rows: Parquet refuses such a file, a CSV has no cells)
         packed = ", ".join(f"{quote_identifier(c)} := src.{quote_identifier(c)}" for c, _ in source.columns)
         record = f"CAST(to_json(struct_pack({packed})) AS VARCHAR)" if source.columns else "NULL"
-    field_list = ", ".join(f"{_typed(f.name)} AS {quote_identifier(f.name)}" for f in fields)
-    relation = _prepared_relation(contract, source)
+    field_list = ", ".join(f"{_staged_value(f, policy)} AS {quote_identifier(f.name)}" for f in fields)
+    texts = [f"CAST({_typed(f.name)} AS VARCHAR)" for f in fields if redacted_in_place(f)]
+    in_place = " OR ".join(f"coalesce({policy.redactor.detect_sql(t)}, false)" for t in texts)
+    sensitive = f"CASE WHEN src.__gate THEN {in_place} ELSE false END" if texts else "false"
     return (
         f"SELECT src.__partition_day AS partition_day, src.__source_file AS source_file, src.__source_row AS source_row, {field_list},\n"
         f"  CASE WHEN {broken} THEN CASE {rule_case} END END AS __rule,\n"
         f"  CASE WHEN {broken} THEN concat_ws('; ', {reasons}) END AS __reason,\n"
-        f"  CASE WHEN {broken} THEN {record} END AS __record\n"
-        f"FROM (SELECT src.*, {', '.join(typed_columns)} FROM {relation} src) src"
+        f"  CASE WHEN {broken} THEN {record} END AS __record,\n"
+        f"  {sensitive} AS __sensitive\n"
+        f"FROM (SELECT src.*, {', '.join(flags)} FROM (SELECT src.*, {_gate(contract, policy)} AS __gate FROM "
+        f"(SELECT src.*, {', '.join(typed_columns)} FROM {_prepared_relation(contract, source)} src) src) src) src"
     )
+
+
+def _gate(contract: TableContract, policy: PrivacyPolicy) -> str:
+    """SQL: some text or JSON field of the row holds a match, tested once on all of them
+    joined by a separator no pattern matches within a field; only then is each field tested
+    (one regular expression a row instead of one a field)."""
+    scanned = [f for f in contract.fields if redacted_in_place(f) or _refuses_sensitive(f, policy)]
+    if not scanned:
+        return "false"
+    joined = ", ".join(f"CAST({_typed(f.name)} AS VARCHAR)" for f in scanned)
+    return f"coalesce({policy.redactor.detect_sql(f'concat_ws(chr(31), {joined})')}, false)"
 
 
 def _prepared_relation(contract: TableContract, source: Source) -> str:
@@ -292,6 +408,7 @@ def _prepared_relation(contract: TableContract, source: Source) -> str:
     return (
         "(SELECT __partition_day, __source_file, __source_row, __record, __error, __encoding_error, __is_object, "
         f"v, CASE WHEN __is_object THEN json_extract_string(__record, {paths}) END AS s, "
+        "CASE WHEN __is_object THEN json_keys(__record) END AS __keys, "
         "list_transform(v, lambda x: json_type(x)) AS jt FROM ("
         f"SELECT *, CASE WHEN __is_object THEN json_extract(__record, {paths}) END AS v FROM ("
         f"SELECT *, CASE WHEN json_valid(__record) THEN json_type(__record) = 'OBJECT' ELSE false END AS __is_object "

@@ -109,3 +109,23 @@ def row_differences(left: Counter, right: Counter, limit: int = 5) -> str:
     lines += [f"  left only:  {row}" for row in sorted(only_left, key=repr)[:limit]]
     lines += [f"  right only: {row}" for row in sorted(only_right, key=repr)[:limit]]
     return "\n".join(lines)
+
+
+RUN_TIME_COLUMNS = {
+    ("landing_manifest", "loaded_at"), ("landing_manifest", "superseded_at"), ("landing_manifest", "archive_path"),
+    ("quarantine", "quarantined_at"), ("experiment_analysis", "analysed_at"), ("experiment_plans", "planned_at"),
+    ("knowledge_records", "recorded_at"), ("derived_state", "built_at"),
+}
+"""(table, column) holding when or where a run wrote a row, not what it computed."""
+
+
+def every_table(warehouse) -> dict[str, Counter]:
+    """Every table of a warehouse file (:func:`warehouse_tables`) as its multiset of rows
+    (:func:`exact_rows`, floats to the last bit), run-time columns left out: two of these
+    compare equal only if the tables are bit-identical."""
+    out = {}
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        for table in sorted(warehouse_tables(con)):
+            name = table.rpartition(".")[2]
+            out[table] = exact_rows(con, table, drop=tuple(c for t, c in RUN_TIME_COLUMNS if t == name))
+    return out

@@ -6,6 +6,12 @@
 -- at the registered metric_caps. Experiments without runs keep a row with null statistics.
 -- Only the experiments of the registered frame gain_scope(experiment_id) are read (a night:
 -- those whose experience rows or registration changed; a first build: all).
+--
+-- Exactness (reruns and fresh loads give the same bits): a floating-point sum depends on the
+-- order of its terms, which a parallel aggregate changes from run to run. Values are scaled
+-- by a power of two per experiment (every |value| below 2^45) and rounded to integers, a step
+-- of 2^-45 of the largest value; unit means are rounded to the same step; every sum is then
+-- a HUGEINT, and the means and variances are computed once from those exact sums.
 WITH memory AS (
     SELECT experiment_id, org_id, task_type, primary_metric, direction, control_arm, min_samples_per_arm,
            array_length(CAST(json_extract_string(arms, '$[*].name') AS VARCHAR[])) AS arm_count,
@@ -27,17 +33,26 @@ WITH memory AS (
     WHERE x.verified
 ), valued AS (
     SELECT * FROM runs WHERE value IS NOT NULL
+), scale AS (
+    SELECT experiment_id,
+           CASE WHEN max(abs(value)) > 0 THEN pow(2.0, 45 - greatest(ceil(log2(max(abs(value)))), -900)) ELSE 1.0 END AS s
+    FROM valued GROUP BY experiment_id
 ), cells AS (
     SELECT experiment_id, model, budget FROM valued GROUP BY ALL HAVING count(DISTINCT is_control) = 2
 ), marked AS (
     SELECT v.*, c.experiment_id IS NOT NULL AS comparable
     FROM valued v LEFT JOIN cells c USING (experiment_id, model, budget)
 ), units AS (
-    SELECT experiment_id, is_control, unit_id, avg(value) AS y, count(*) AS runs
-    FROM marked WHERE comparable GROUP BY ALL
+    SELECT m.experiment_id, m.is_control, m.unit_id, c.s,
+           CAST(round(CAST(sum(CAST(round(m.value * c.s) AS HUGEINT)) AS DOUBLE) / count(*)) AS HUGEINT) AS y, count(*) AS runs
+    FROM marked m JOIN scale c USING (experiment_id) WHERE m.comparable GROUP BY m.experiment_id, m.is_control, m.unit_id, c.s
+), sums AS (
+    SELECT experiment_id, is_control, s, count(*) AS n, sum(runs)::BIGINT AS n_runs, sum(y) AS s1, sum(y * y) AS s2
+    FROM units GROUP BY experiment_id, is_control, s
 ), arms AS (
-    SELECT experiment_id, is_control, count(*) AS n_units, sum(runs)::BIGINT AS n_runs, avg(y) AS mean, var_samp(y) AS variance
-    FROM units GROUP BY ALL
+    SELECT experiment_id, is_control, n AS n_units, n_runs, CAST(s1 AS DOUBLE) / n / s AS mean,
+           CASE WHEN n > 1 THEN (CAST(s2 AS DOUBLE) - CAST(s1 AS DOUBLE) * CAST(s1 AS DOUBLE) / n) / (n - 1) / (s * s) END AS variance
+    FROM sums
 ), incomparable AS (
     SELECT experiment_id, count(*) FILTER (WHERE NOT comparable) AS incomparable_runs FROM marked GROUP BY ALL
 )

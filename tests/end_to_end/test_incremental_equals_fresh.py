@@ -36,9 +36,7 @@ compared whole by ``test_every_table_not_listed_equals_fresh``.
 
 A failing comparison on the current code is kept and marked ``xfail(strict=True)`` with the
 defect it shows (see :data:`KNOWN_DEFECTS`); fixing the defect makes it pass and the strict
-mark fail, so the mark is removed with the fix. A defect that shows on some runs only (DuckDB's
-threads decide it) is marked not strict (:data:`FLAKY_DEFECTS`) and shown on every run by a
-test of its own.
+mark fail, so the mark is removed with the fix.
 
 ``ZCL_EVERY_NIGHT=1`` runs all 30 nights instead of 10.
 """
@@ -81,22 +79,6 @@ NOT_COMPARED = {
     "internal.change_cursors": "per derived table, the last sequence number read and a code fingerprint",
     "internal.staging_state": "per staged table, a version that grows with every staging and a fingerprint of those read",
     "internal.derived_state": "fingerprints of staging versions and build times",
-}
-EXPERIENCE_GAIN_ORDER = (
-    "Experience Gain is computed with floating-point avg() and var_samp() (sql/experience_gain/"
-    "select_memory_mode_arms.sql), whose last bits depend on the order the rows reach them: the physical order of "
-    "experience and staged_sessions (another after nights of corrections) and DuckDB's threads (the same query on "
-    "one warehouse gave two answers in 30 runs). fab-mem: var_on 0x1.7f2f7258d8e08p-3 after the nights, "
-    "0x1.7f2f7258d8e05p-3 fresh. Exact moments (integer sums, as aggregate_unit_statistics.sql keeps) would make "
-    "it order-free."
-)
-ON_SOME_RUNS = (
-    " Through threads it shows on some runs only, so this comparison is not strict; "
-    "test_experience_gain_does_not_depend_on_the_order_of_its_rows shows it on every run."
-)
-FLAKY_DEFECTS: dict[str, str] = {
-    "main.experience_gain_by_task": EXPERIENCE_GAIN_ORDER + ON_SOME_RUNS,
-    "main.experience_gain": EXPERIENCE_GAIN_ORDER + " The pooled estimate inherits the per-task variances." + ON_SOME_RUNS,
 }
 KNOWN_DEFECTS: dict[str, str] = {
     **({} if lh.every_night() else {"main.experiment_analysis": (
@@ -186,8 +168,6 @@ def _rows(warehouse: Path, table: str) -> object:
 def _marked(table: str):
     if table in KNOWN_DEFECTS:
         return pytest.param(table, marks=pytest.mark.xfail(strict=True, reason=KNOWN_DEFECTS[table]))
-    if table in FLAKY_DEFECTS:
-        return pytest.param(table, marks=pytest.mark.xfail(strict=False, reason=FLAKY_DEFECTS[table]))
     return table
 
 
@@ -214,10 +194,9 @@ def test_every_table_not_listed_equals_fresh(loads):
     assert differing == {}
 
 
-@pytest.mark.xfail(strict=True, reason=EXPERIENCE_GAIN_ORDER)
 def test_experience_gain_does_not_depend_on_the_order_of_its_rows(loads, tmp_path):
     """The same rows of experience and staged_sessions, stored in two orders and read by one thread, give the
-    same Experience Gain."""
+    same Experience Gain (its sums are exact integers: sql/experience_gain/select_memory_mode_arms.sql)."""
     gains = []
     for order in ("ASC", "DESC"):
         copy = tmp_path / f"experience-{order}.duckdb"

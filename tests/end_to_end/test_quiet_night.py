@@ -15,8 +15,11 @@ def _built(warehouse):
 
 
 def _rebuilt(result, asset):
-    (event,) = [e for e in result.get_asset_materialization_events() if e.asset_key.path[-1] == asset]
-    return event.materialization.metadata["rebuilt"].value
+    """Whether the run rebuilt ``asset``: false when a quiet night left it out (nothing to read,
+    ``zcl_assets.defs.nightly.idle_assets``) or materialized it without rebuilding."""
+    events = [e for e in result.get_asset_materialization_events() if e.asset_key.path[-1] == asset]
+    assert len(events) <= 1
+    return bool(events) and events[0].materialization.metadata["rebuilt"].value
 
 
 def _stored_differs_from_recomputed(warehouse, as_of):

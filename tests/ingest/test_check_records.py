@@ -105,16 +105,19 @@ def test_an_event_time_that_is_not_text_is_a_problem_of_its_record_alone():
 def test_each_bound_of_a_field_says_which_side_it_is_on():
     from tests.ingest.valid_records import VALID
 
-    # from contracts/tables.py: power in [0.5, 1), mde > 0, alpha in (0, 0.5]; the values on
-    # the closed ends (power 0.5, alpha 0.5) are inside
+    # from contracts/tables.py: power in [0.5, 0.999], mde in (0, 1e12], alpha in [1e-6, 0.5];
+    # the values on the closed ends (power 0.5 and 0.999, alpha 0.5 and 1e-6) are inside
     e = VALID["experiments"]
     records = [dict(e, power=0.4), dict(e, mde=0.0), dict(e, alpha=0.6), dict(e, power=1.0),
-               dict(e, power=0.5), dict(e, alpha=0.5)]
+               dict(e, power=0.5), dict(e, alpha=0.5), dict(e, power=0.999), dict(e, alpha=1e-6), dict(e, alpha=9e-7)]
     assert check_records("experiments", records) == [
         [("out_of_range", "power=0.4 must be >= 0.5")],
         [("out_of_range", "mde=0.0 must be > 0")],
         [("out_of_range", "alpha=0.6 must be <= 0.5")],
-        [("out_of_range", "power=1.0 must be < 1")],
+        [("out_of_range", "power=1.0 must be <= 0.999")],
         [],
         [],
+        [],
+        [],
+        [("out_of_range", "alpha=9e-07 must be >= 1e-06")],
     ]

@@ -208,7 +208,8 @@ def _stage_outcomes_csv(tmp_path, columns: dict, quote_style: str = "necessary")
 
 def test_a_quarantined_parquet_row_keeps_every_column_it_landed_with(tmp_path):
     # the second registration's mde is negative (out_of_range); its record holds every column
-    # of the file, the writer's own "__note" and "extra" included, with their values
+    # of the file, the writer's own "__note" and "extra" included: the contract's with their
+    # values, the others by name only (they may hold anything, a credential among them)
     landing = tmp_path / "landing"
     day = landing / "experiments" / "2026-10-01"
     day.mkdir(parents=True)
@@ -223,7 +224,8 @@ def test_a_quarantined_parquet_row_keeps_every_column_it_landed_with(tmp_path):
         (rule, record), = con.execute("SELECT rule, record FROM quarantine").fetchall()
     kept = json.loads(record)
     assert rule == "out_of_range" and set(kept) == set(rows[1])
-    assert (kept["experiment_id"], kept["mde"], kept["__note"], kept["extra"]) == ("exp-bad", -1.0, "note exp-bad", 7)
+    assert (kept["experiment_id"], kept["mde"], kept["__note"], kept["extra"]) == (
+        "exp-bad", -1.0, "<redacted:not_in_contract>", "<redacted:not_in_contract>")
 
 
 def test_parquet_struct_and_map_columns_stage_as_json_objects(tmp_path):

@@ -8,6 +8,8 @@ import math
 import dagster as dg
 import polars as pl
 
+from zcl_assets.privacy.redaction import redact
+
 MAX_ROWS = 200
 """Rows shown in one table of metadata; a longer frame says how many were left out."""
 
@@ -25,6 +27,8 @@ def _column_type(dtype: pl.DataType) -> str:
 
 
 def _value(value: object) -> object:
+    if isinstance(value, str):
+        return redact(value)  # a second guard: metadata lands in Dagster's event log
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else str(value)
     if isinstance(value, (dt.date, dt.datetime)):
@@ -37,7 +41,8 @@ def table_metadata(frame: pl.DataFrame, description: str = "", max_rows: int = M
 
     ``description`` goes to the first column's description (the UI shows it on hover);
     at most ``max_rows`` rows are shown, and when rows are left out the description says
-    how many, so a table is never cut silently.
+    how many, so a table is never cut silently. Text values are redacted
+    (``zcl_assets.privacy.redaction``).
     """
     shown = frame.head(max_rows)
     note = f" (first {max_rows} of {frame.height} rows shown)" if frame.height > max_rows else ""

@@ -27,6 +27,7 @@ import polars as pl
 from resources.landing import LandingStore
 from sql import load_sql
 from zcl_assets.ingest.readers import ArchivedFile, count_rows
+from zcl_assets.privacy.files import keep_private
 from zcl_assets.warehouse import transaction
 
 _CHUNK = 1 << 20
@@ -116,6 +117,7 @@ def load_table(
     if not days:
         return LoadResult(table, [])
     landed = {day: landing.files(table, day) for day in days}
+    keep_private(archive_root)  # it holds the landed bytes as they came (zcl_assets.privacy.files)
     with ThreadPoolExecutor(max_workers=2) as pool:
         hashes = dict(zip(
             [p for paths in landed.values() for p in paths],

@@ -3,25 +3,38 @@
 - JSON Lines (``.jsonl``, ``.ndjson``, ``.json``): one row per non-blank line, numbered by
   its physical line (1-based), as text (``json`` shape). A line that is not valid UTF-8 is
   kept with its bad bytes escaped (``\\xNN``) and flagged.
-- CSV: every cell as text, one row per data row (1 = the first row after the header)
-  (``text`` shape). Files are stacked by column name; a column a file lacks is absent.
+- CSV: every cell as text, one row per data row (1 = the first row after the header;
+  blank lines are skipped) (``text`` shape). Files are stacked by column name; a column a
+  file lacks is absent. A line with fewer or more cells than the header is a row of its
+  own, flagged ``malformed_record`` with the counts, and the other lines are read as usual.
 - Parquet: typed columns as stored (``native`` shape), row numbers from the file.
+
+Text and Parquet rows carry ``__error_rule`` and ``__error`` (NULL for a sound row): a file
+whose header or schema names a column twice flags every row ``duplicate_field``.
 
 A file that cannot be read at all is one row of the ``json`` shape with the error, so it is
 counted and quarantined (``unreadable_file``) instead of lost. :func:`count_rows` counts
 with the same readers, so the raw counts and the staged + quarantined rows agree by
-construction of the same parser, and disagree only when a later step loses a row.
+construction of the same parser, and disagree only when a later step loses a row; a file
+that can be counted but not staged is quarantined whole with as many rows
+(:func:`unreadable`).
 """
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 import polars as pl
 import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 
 from contracts.schema import sql_literal
 
@@ -69,11 +82,13 @@ def _lineage(frame: pl.DataFrame, file: ArchivedFile) -> pl.DataFrame:
     )
 
 
-def unreadable(file: ArchivedFile, error: str) -> pl.DataFrame:
-    """The single ``json``-shape row that stands for a file that cannot be read."""
+def unreadable(file: ArchivedFile, error: str, rows: int = 1) -> pl.DataFrame:
+    """The ``json``-shape rows that stand for a file that cannot be read (or staged): one, or
+    ``rows`` (as many as :func:`count_rows` counted), numbered from 1."""
     return pl.DataFrame(
-        [{"__partition_day": dt.date.fromisoformat(file.partition_day), "__source_file": file.source_file,
-          "__source_row": 1, "__record": None, "__error": f"unreadable file: {error}", "__encoding_error": False}],
+        {"__partition_day": [dt.date.fromisoformat(file.partition_day)] * rows, "__source_file": [file.source_file] * rows,
+         "__source_row": list(range(1, rows + 1)), "__record": [None] * rows,
+         "__error": [f"unreadable file: {error}"] * rows, "__encoding_error": [False] * rows},
         schema=_JSON_SCHEMA,
     )
 
@@ -124,10 +139,122 @@ def _read_lines_exactly(path: Path) -> pl.DataFrame:
     )
 
 
+def _flag(frame: pl.DataFrame, rule: str | None, reason: str | None) -> pl.DataFrame:
+    """``frame`` with ``__error_rule`` and ``__error`` set on every row (None: a sound file)."""
+    return frame.with_columns(pl.lit(rule, dtype=pl.String).alias("__error_rule"), pl.lit(reason, dtype=pl.String).alias("__error"))
+
+
+def _unique_names(names: list[str]) -> tuple[list[str], str | None]:
+    """Names made unique (a repeat gets ``__2``, ``__3``...) and the reason when one repeated."""
+    counts = Counter(names)
+    repeated = sorted(n for n, c in counts.items() if c > 1)
+    seen: Counter[str] = Counter()
+    unique = []
+    for name in names:
+        seen[name] += 1
+        unique.append(name if seen[name] == 1 else f"{name}__{seen[name]}")
+    reason = f"column {', '.join(repeated)} appears more than once" if repeated else None
+    return unique, reason
+
+
 def read_csv(file: ArchivedFile) -> pl.DataFrame:
-    """Every cell of a CSV file as text, with lineage; raises on a file polars cannot read."""
-    frame = pl.read_csv(file.path, infer_schema=False, raise_if_empty=False, row_index_name="__source_row", row_index_offset=1)
-    return _lineage(frame.with_columns(pl.col("__source_row").cast(pl.Int64)), file)
+    """Every cell of a CSV file as text, with lineage and the row's error (module docstring).
+
+    pyarrow reads a sound file in one pass; a file it refuses (a line with the wrong number
+    of cells) is read record by record with Python's ``csv`` module, so its good lines are
+    kept. Raises on a file neither can read (not UTF-8 text).
+    """
+    try:
+        header = _csv_header(file.path)
+        names, repeated = _unique_names(header)
+        table = pa_csv.read_csv(
+            file.path,
+            read_options=pa_csv.ReadOptions(column_names=names, skip_rows=1),
+            parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+            convert_options=pa_csv.ConvertOptions(column_types={n: pa.string() for n in names}, strings_can_be_null=True,
+                                                  quoted_strings_can_be_null=False, null_values=[""]),
+        ) if names else None
+    except pa.ArrowInvalid:
+        return _read_csv_exactly(file)
+    frame = pl.from_arrow(table) if table is not None else pl.DataFrame()
+    frame = frame.with_row_index("__source_row", offset=1).with_columns(pl.col("__source_row").cast(pl.Int64))
+    return _lineage(_flag(frame, "duplicate_field" if repeated else None, repeated), file)
+
+
+def _csv_header(path: Path) -> list[str]:
+    """The header record of a CSV file (empty for an empty file); raises on bytes that are not UTF-8."""
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        return next(csv.reader(handle), [])
+
+
+def _read_csv_exactly(file: ArchivedFile) -> pl.DataFrame:
+    """Record by record: a record with another number of cells than the header is flagged
+    ``malformed_record`` (its cells kept as far as the header names them)."""
+    text = file.path.read_bytes().decode("utf-8-sig")
+    records = csv.reader(io.StringIO(text, newline=""))
+    header = next(records, [])
+    names, repeated = _unique_names(header)
+    rows, rules, errors = [], [], []
+    line = records.line_num
+    for cells in records:
+        first_line, line = line + 1, records.line_num
+        if not cells:
+            continue  # a blank line, as pyarrow skips it
+        rows.append([c if c != "" else None for c in cells[: len(names)]] + [None] * (len(names) - len(cells)))
+        if len(cells) == len(names):
+            rules.append("duplicate_field" if repeated else None)
+            errors.append(repeated)
+        else:
+            rules.append("malformed_record")
+            errors.append(f"line {first_line} has {len(cells)} cells; the header has {len(names)}")
+    frame = pl.DataFrame(rows, schema={n: pl.String for n in names}, orient="row")
+    frame = frame.with_columns(pl.Series("__error_rule", rules, dtype=pl.String), pl.Series("__error", errors, dtype=pl.String))
+    frame = frame.with_row_index("__source_row", offset=1).with_columns(pl.col("__source_row").cast(pl.Int64))
+    return _lineage(frame, file)
+
+
+VIRTUAL_PARQUET_COLUMNS = ("filename", "file_row_number")
+"""Names DuckDB's ``read_parquet`` uses for its lineage columns; a file holding a column of
+one of these names is read with pyarrow instead (:func:`parquet_table`)."""
+
+
+class ParquetSchema(NamedTuple):
+    """What staging needs to know of a Parquet file before reading its rows.
+
+    Attributes:
+        columns: (column, DuckDB type), as ``read_parquet`` shows them.
+        repeated: why a column name appears twice, or None (``duplicate_field``).
+        own_reader: the file holds a column named as a ``read_parquet`` lineage column.
+    """
+
+    columns: tuple[tuple[str, str], ...]
+    repeated: str | None
+    own_reader: bool
+
+
+def parquet_schema(con: duckdb.DuckDBPyConnection, file: ArchivedFile) -> ParquetSchema:
+    """The :class:`ParquetSchema` of a file; raises if its footer cannot be read."""
+    names = pq.read_schema(file.path).names
+    _, repeated = _unique_names(names)
+    return ParquetSchema(parquet_columns(con, file), repeated, any(n in VIRTUAL_PARQUET_COLUMNS for n in names))
+
+
+def parquet_table(file: ArchivedFile) -> pa.Table:
+    """A Parquet file read whole by pyarrow, with the lineage and error columns (``native`` shape)."""
+    table = pq.read_table(file.path)
+    names, repeated = _unique_names(table.column_names)
+    table = table.rename_columns(names)
+    n = table.num_rows
+    lineage = {
+        "__partition_day": pa.array([dt.date.fromisoformat(file.partition_day)] * n, pa.date32()),
+        "__source_file": pa.array([file.source_file] * n, pa.string()),
+        "__source_row": pa.array(range(1, n + 1), pa.int64()),
+        "__error_rule": pa.array(["duplicate_field" if repeated else None] * n, pa.string()),
+        "__error": pa.array([repeated] * n, pa.string()),
+    }
+    for name, column in lineage.items():
+        table = table.append_column(name, column)
+    return table
 
 
 def parquet_columns(con: duckdb.DuckDBPyConnection, file: ArchivedFile) -> tuple[tuple[str, str], ...]:
@@ -136,27 +263,22 @@ def parquet_columns(con: duckdb.DuckDBPyConnection, file: ArchivedFile) -> tuple
     return tuple((name, column_type) for name, column_type, *_ in rows)
 
 
-def parquet_relation(files: list[ArchivedFile], columns: tuple[tuple[str, str], ...] = ()) -> str:
-    """SQL relation stacking Parquet files of one schema, with lineage columns.
+def parquet_relation(files: list[ArchivedFile], repeated: str | None = None) -> str:
+    """SQL relation stacking Parquet files of one schema, with lineage and error columns.
 
     One ``read_parquet`` over the list (DuckDB reads the files in parallel), its virtual
-    ``filename`` and ``file_row_number`` columns mapped to the lineage; files that hold
-    columns of those names are read one by one instead.
+    ``filename`` and ``file_row_number`` columns mapped to the lineage. Files that hold
+    columns of those names are read by :func:`parquet_table` instead. ``repeated``: the
+    files name a column twice, so every row is flagged ``duplicate_field``.
     """
-    if any(name in ("filename", "file_row_number") for name, _ in columns):
-        parts = [
-            f"SELECT DATE {sql_literal(f.partition_day)} AS __partition_day, {sql_literal(f.source_file)} AS __source_file, "
-            f"CAST(file_row_number + 1 AS BIGINT) AS __source_row, * EXCLUDE (file_row_number) "
-            f"FROM read_parquet({sql_literal(str(f.path))}, file_row_number = true)"
-            for f in files
-        ]
-        return "(" + "\nUNION ALL ".join(parts) + ")"
     paths = "[" + ", ".join(sql_literal(str(f.path)) for f in files) + "]"
     lineage = ", ".join(
         f"({sql_literal(str(f.path))}, DATE {sql_literal(f.partition_day)}, {sql_literal(f.source_file)})" for f in files
     )
+    flag = (f"{sql_literal('duplicate_field')} AS __error_rule, {sql_literal(repeated)} AS __error" if repeated
+            else "CAST(NULL AS VARCHAR) AS __error_rule, CAST(NULL AS VARCHAR) AS __error")
     return (
-        f"(SELECT f.__partition_day, f.__source_file, CAST(p.file_row_number + 1 AS BIGINT) AS __source_row, "
+        f"(SELECT f.__partition_day, f.__source_file, CAST(p.file_row_number + 1 AS BIGINT) AS __source_row, {flag}, "
         f"p.* EXCLUDE (filename, file_row_number) "
         f"FROM read_parquet({paths}, filename = true, file_row_number = true) p "
         f"JOIN (VALUES {lineage}) AS f(__path, __partition_day, __source_file) ON f.__path = p.filename)"

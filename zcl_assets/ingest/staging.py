@@ -24,7 +24,7 @@ One pass per table and run, over its pending days (or those of them a run asks f
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -34,7 +34,7 @@ import polars as pl
 from contracts.registration import registration_problems
 from contracts.schema import quote_identifier
 from contracts.tables import CONTRACTS
-from contracts.validate import Source, candidate_select
+from contracts.validate import Source, candidate_select, redacted_in_place
 from sql import load_sql
 from zcl_assets.ingest import changelog
 from zcl_assets.ingest.readers import (
@@ -43,13 +43,18 @@ from zcl_assets.ingest.readers import (
     PARQUET_SUFFIXES,
     ArchivedFile,
     as_batches,
-    parquet_columns,
+    count_rows,
     parquet_relation,
+    parquet_schema,
+    parquet_table,
     read_csv,
     read_json_lines,
     unreadable,
 )
 from zcl_assets.ingest.versions import code_fingerprint
+from zcl_assets.privacy.policy import current_policy
+from zcl_assets.privacy.pseudonyms import register_function as register_pseudonym_function
+from zcl_assets.privacy.redaction import Redactor, redact_json, redact_record
 from zcl_assets.warehouse import transaction
 
 CROSS_ROW_RULES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -301,57 +306,146 @@ def _result(con: duckdb.DuckDBPyConnection, table: str, pending: list[str], rele
     return StageResult(table, [(str(d), r, s, q) for d, r, s, q in days], by_rule, True, released, held_back, preview)
 
 
+class _Batch(NamedTuple):
+    """Files read by one statement, and how to build the statement for any subset of them."""
+
+    files: list[ArchivedFile]
+    statement: Callable[[list[ArchivedFile]], tuple[str, dict[str, object]]]
+
+
 def _build_candidates(con: duckdb.DuckDBPyConnection, table: str, files: list[ArchivedFile]) -> None:
-    """Temp table ``candidates``: every row of ``files`` through the contract SQL."""
+    """Temp table ``candidates``: every row of ``files`` through the contract SQL.
+
+    Files are read in as few statements as their formats allow; a statement that fails is
+    split into one per file, and a file that still fails is quarantined whole
+    (``unreadable_file``, with the engine's message), so no file stops the others. The
+    reasons and records of the rows that broke a rule are then redacted
+    (``zcl_assets.privacy``).
+    """
     contract = CONTRACTS[table]
-    statements: list[tuple[str, dict[str, object]]] = []
-    json_frames, csv_frames, broken = [], [], []
+    policy = current_policy()
+    if policy.pseudonym_key:
+        register_pseudonym_function(con, policy.pseudonym_key)
+    fields = ", ".join(f"CAST(NULL AS {f.type}) AS {quote_identifier(f.name)}" for f in contract.fields)
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE candidates AS SELECT CAST(NULL AS DATE) AS partition_day, CAST(NULL AS VARCHAR) AS source_file, "
+        f"CAST(NULL AS BIGINT) AS source_row, {fields}, CAST(NULL AS VARCHAR) AS __rule, CAST(NULL AS VARCHAR) AS __reason, "
+        "CAST(NULL AS VARCHAR) AS __record, CAST(NULL AS BOOLEAN) AS __sensitive LIMIT 0"
+    )
+    for batch in _read_batches(con, contract, files, policy):
+        _insert_isolated(con, contract, batch, policy)
+    _redact_candidates(con, contract, policy.redactor)
+
+
+def _read_batches(con: duckdb.DuckDBPyConnection, contract, files: list[ArchivedFile], policy) -> list[_Batch]:
+    """The statements that read ``files``: JSON Lines together, CSV together, Parquet by schema."""
+    json_frames: dict[ArchivedFile, pl.DataFrame] = {}
+    csv_frames: dict[ArchivedFile, pl.DataFrame] = {}
     parquet_groups: dict[tuple, list[ArchivedFile]] = {}
+    batches = []
     for f in files:
-        if f.suffix in JSON_SUFFIXES:
-            json_frames.append(read_json_lines(f))
-        elif f.suffix in CSV_SUFFIXES:
-            try:
-                csv_frames.append(read_csv(f))
-            except Exception as exc:  # noqa: BLE001 - an unreadable file is one quarantined row
-                broken.append(unreadable(f, f"{type(exc).__name__}: {exc}"))
-        elif f.suffix in PARQUET_SUFFIXES:
-            try:
-                parquet_groups.setdefault(parquet_columns(con, f), []).append(f)
-            except duckdb.Error as exc:
-                broken.append(unreadable(f, f"{type(exc).__name__}: {exc}"))
-        else:
-            broken.append(unreadable(f, f"unsupported file type {f.suffix}"))
-    json_all = pl.concat(json_frames + broken) if (json_frames or broken) else None
-    if json_all is not None and json_all.height:
-        statements.append((candidate_select(contract, Source("json", "json_rows")), {"json_rows": as_batches(json_all)}))
-    if csv_frames:
-        csv_all = pl.concat(csv_frames, how="diagonal")
-        if csv_all.height:
-            columns = tuple((c, "VARCHAR") for c in csv_all.columns if not c.startswith("__"))
-            statements.append((candidate_select(contract, Source("text", "csv_rows", columns)), {"csv_rows": as_batches(csv_all)}))
-    for columns, group in parquet_groups.items():
-        statements.append((candidate_select(contract, Source("native", parquet_relation(group, columns), columns)), {}))
-    first = True
-    for sql, frames in statements:
-        for name, frame in frames.items():
-            con.register(name, frame)
         try:
-            if first:
-                con.execute(f"CREATE OR REPLACE TEMP TABLE candidates AS {sql}")
-                first = False
+            if f.suffix in JSON_SUFFIXES:
+                json_frames[f] = read_json_lines(f)
+            elif f.suffix in CSV_SUFFIXES:
+                csv_frames[f] = read_csv(f)
+            elif f.suffix in PARQUET_SUFFIXES:
+                schema = parquet_schema(con, f)
+                if schema.own_reader:
+                    batches.append(_Batch([f], lambda fs: _parquet_table_statement(con, contract, fs[0], policy)))
+                else:
+                    parquet_groups.setdefault((schema.columns, schema.repeated), []).append(f)
             else:
-                con.execute(f"INSERT INTO candidates {sql}")
-        finally:
-            for name in frames:
-                con.unregister(name)
-    if first:  # nothing landed on the pending days (files removed): an empty candidate set
-        fields = ", ".join(f"CAST(NULL AS {f.type}) AS {quote_identifier(f.name)}" for f in contract.fields)
+                json_frames[f] = unreadable(f, f"unsupported file type {f.suffix}")
+        except Exception as exc:  # noqa: BLE001 - an unreadable file is one quarantined row
+            json_frames[f] = unreadable(f, f"{type(exc).__name__}: {exc}")
+    if json_frames:
+        batches.append(_Batch(list(json_frames), lambda fs: _frame_statement(contract, [json_frames[f] for f in fs], "json", policy)))
+    if csv_frames:
+        batches.append(_Batch(list(csv_frames), lambda fs: _frame_statement(contract, [csv_frames[f] for f in fs], "text", policy)))
+    for (columns, repeated), group in parquet_groups.items():
+        batches.append(_Batch(group, lambda fs, c=columns, r=repeated: (
+            candidate_select(contract, Source("native", parquet_relation(fs, r), c, errors=True), policy), {})))
+    return batches
+
+
+def _frame_statement(contract, frames: list[pl.DataFrame], shape: str, policy) -> tuple[str, dict[str, object]]:
+    """The candidate SQL over stacked JSON Lines (``json``) or CSV (``text``) frames."""
+    stacked = pl.concat(frames, how="diagonal") if shape == "text" else pl.concat(frames)
+    if shape == "json":
+        return candidate_select(contract, Source("json", "json_rows"), policy), {"json_rows": as_batches(stacked)}
+    columns = tuple((c, "VARCHAR") for c in stacked.columns if not c.startswith("__"))
+    return candidate_select(contract, Source("text", "csv_rows", columns, errors=True), policy), {"csv_rows": as_batches(stacked)}
+
+
+def _parquet_table_statement(con: duckdb.DuckDBPyConnection, contract, file: ArchivedFile, policy) -> tuple[str, dict[str, object]]:
+    """A Parquet file holding a ``filename`` or ``file_row_number`` column, read by pyarrow."""
+    table = parquet_table(file)
+    con.register("parquet_rows", table)
+    try:
+        described = con.execute("DESCRIBE SELECT * FROM parquet_rows").fetchall()
+    finally:
+        con.unregister("parquet_rows")
+    columns = tuple((name, column_type) for name, column_type, *_ in described if not name.startswith("__"))
+    return candidate_select(contract, Source("native", "parquet_rows", columns, errors=True), policy), {"parquet_rows": table}
+
+
+def _insert_isolated(con: duckdb.DuckDBPyConnection, contract, batch: _Batch, policy) -> None:
+    """Insert a batch's candidates; on failure, file by file, and quarantine a file that fails alone."""
+    try:
+        _insert(con, *batch.statement(batch.files))
+        return
+    except Exception as exc:  # noqa: BLE001 - one file must not stop the others
+        error = exc
+    if len(batch.files) > 1:
+        for f in batch.files:
+            _insert_isolated(con, contract, _Batch([f], batch.statement), policy)
+        return
+    (f,) = batch.files
+    rows = unreadable(f, f"{type(error).__name__}: {error}", count_rows(con, f))
+    _insert(con, candidate_select(contract, Source("json", "json_rows"), policy), {"json_rows": as_batches(rows)})
+
+
+def _insert(con: duckdb.DuckDBPyConnection, sql: str, frames: dict[str, object]) -> None:
+    for name, frame in frames.items():
+        con.register(name, frame)
+    try:
+        con.execute(f"INSERT INTO candidates {sql}")
+    finally:
+        for name in frames:
+            con.unregister(name)
+
+
+def _redact_candidates(con: duckdb.DuckDBPyConnection, contract, redactor: Redactor) -> None:
+    """Redact what the candidates may quote of the landed data: the reason and record of a row
+    that broke a rule (patterns become placeholders, fields outside the contract lose their
+    values) and the free-text and JSON fields of a row that holds a match."""
+    names = contract.field_names
+    in_place = [f for f in contract.fields if redacted_in_place(f)]
+    values = "".join(f", CAST({quote_identifier(f.name)} AS VARCHAR)" for f in in_place)
+    rows = con.execute(
+        f"SELECT partition_day, source_file, source_row, __reason, __record{values} FROM candidates "
+        "WHERE __rule IS NOT NULL OR __sensitive"
+    ).fetchall()
+    changed = []
+    for day, name, row, reason, record, *texts in rows:
+        redacted = [redactor.redact(t) if f.type == "VARCHAR" else redact_json(t, redactor) for f, t in zip(in_place, texts)]
+        new = (redactor.redact(reason), redact_record(record, names, redactor), *redacted)
+        if new != (reason, record, *texts):
+            changed.append((day, name, row, *new))
+    if not changed:
+        return
+    schema = {"partition_day": pl.Date, "source_file": pl.String, "source_row": pl.Int64, "reason": pl.String, "record": pl.String}
+    batch = pl.DataFrame(changed, schema=schema | {f"v{i}": pl.String for i in range(len(in_place))}, orient="row")
+    assignments = "".join(f", {quote_identifier(f.name)} = CAST(r.v{i} AS {f.type})" for i, f in enumerate(in_place))
+    con.register("redacted_batch", batch)
+    try:
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE candidates AS SELECT CAST(NULL AS DATE) AS partition_day, CAST(NULL AS VARCHAR) AS source_file, "
-            f"CAST(NULL AS BIGINT) AS source_row, {fields}, CAST(NULL AS VARCHAR) AS __rule, CAST(NULL AS VARCHAR) AS __reason, "
-            "CAST(NULL AS VARCHAR) AS __record LIMIT 0"
+            f"UPDATE candidates c SET __reason = r.reason, __record = r.record{assignments} FROM redacted_batch r "
+            "WHERE c.partition_day = r.partition_day AND c.source_file = r.source_file AND c.source_row = r.source_row"
         )
+    finally:
+        con.unregister("redacted_batch")
 
 
 def _registration_rules(con: duckdb.DuckDBPyConnection) -> None:

@@ -1,0 +1,1 @@
+"""Privacy: redaction of secrets and personal data, pseudonymisation of user ids (no Dagster)."""

@@ -1,0 +1,296 @@
+"""Redaction of secrets and personal data before anything is written (seed note 002).
+
+A :class:`Redactor` holds an ordered list of :class:`Pattern`: API keys of the common
+providers, bearer tokens, private key blocks, credential assignments, e-mail addresses, and
+whatever a user adds (``ZCL_REDACTION_PATTERNS``, a YAML file). A matched value becomes a
+typed placeholder, ``<redacted:email>``; a pattern may keep its leading group (``Bearer
+<redacted:bearer_token>``).
+
+The same patterns run in two engines: Python's ``re`` (ASCII mode) for logs, reasons,
+metadata and quarantined records, and DuckDB's RE2 (:meth:`Redactor.redact_sql`) for the
+values staged in bulk. Patterns are written in the subset both engines read the same way:
+no lookaround or backreferences, explicit character classes instead of case-insensitive
+flags, and repeats that cannot backtrack far: each pattern starts at a literal or a bounded
+run (``{1,64}`` before ``@``) and ends in a greedy run, so Python's backtracking stays
+linear in the text (RE2 is linear by construction).
+
+:func:`redact_record` also hides the values of fields outside the contract: a quarantined
+record keeps every field name it landed with, but only the contract's fields keep their
+(redacted) values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import duckdb
+import yaml
+
+PATTERNS_ENV = "ZCL_REDACTION_PATTERNS"
+"""Environment variable naming a YAML file of extra patterns (``patterns: [{kind, regex}]``)."""
+
+OUTSIDE_CONTRACT = "<redacted:not_in_contract>"
+"""What a quarantined record holds in place of the value of a field outside the contract."""
+
+_KIND = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+
+
+def placeholder(kind: str) -> str:
+    """The typed placeholder of a redacted value: ``<redacted:kind>``."""
+    return f"<redacted:{kind}>"
+
+
+def _any_case(word: str) -> str:
+    """``api_key`` -> ``[Aa][Pp][Ii]_[Kk][Ee][Yy]``: case-insensitive in both engines."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One kind of secret or personal data.
+
+    Attributes:
+        kind: the placeholder's type (``[a-z][a-z0-9_]*``): ``<redacted:kind>``.
+        regex: the pattern, in the subset Python ``re`` (ASCII) and RE2 share.
+        keep_prefix: the pattern's first group is kept before the placeholder.
+    """
+
+    kind: str
+    regex: str
+    keep_prefix: bool = False
+
+    def __post_init__(self) -> None:
+        if not _KIND.match(self.kind):
+            raise ValueError(f"redaction kind {self.kind!r} must match {_KIND.pattern}")
+        re.compile(self.regex, re.ASCII)  # raises re.error for a pattern Python cannot read
+
+    @property
+    def replacement(self) -> str:
+        """The replacement text (``\\1`` keeps the prefix group; the same in both engines)."""
+        return ("\\1" if self.keep_prefix else "") + placeholder(self.kind)
+
+
+_CREDENTIAL_NAMES = ("password", "passwd", "secret", "api_key", "apikey", "api-key", "access_token", "auth_token", "client_secret")
+_TOKEN = "[A-Za-z0-9._~+/=-]"
+
+DEFAULT_PATTERNS: tuple[Pattern, ...] = (
+    Pattern("private_key", r"-----BEGIN[A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/= \t\r\n\\]*(?:-----END[A-Z ]*PRIVATE KEY-----)?"),
+    # a token after "Bearer" holds a digit: "the bearer of news" is not a credential
+    Pattern("bearer_token", rf"({_any_case('bearer')}[ \t]+){_TOKEN}*[0-9]{_TOKEN}*", keep_prefix=True),
+    Pattern("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+    Pattern("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
+    Pattern("openai_key", r"\bsk-[A-Za-z0-9_-]{20,}"),  # sk-..., sk-proj-..., sk-svcacct-...
+    Pattern("stripe_key", r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{10,}"),
+    Pattern("aws_access_key_id", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
+    Pattern("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+    Pattern("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    Pattern("slack_webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"),
+    Pattern("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}"),
+    Pattern(
+        "credential",
+        "((?:" + "|".join(_any_case(n) for n in _CREDENTIAL_NAMES) + ")[\"']?[ \t]*[:=][ \t]*[\"']?)[^ \t\r\n\"',;&]{4,}",
+        keep_prefix=True,
+    ),
+    Pattern("email", r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"),
+)
+"""The patterns every :class:`Redactor` starts with, most specific first (a private key
+block before the keys it may contain, provider prefixes before the generic ones)."""
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """Ordered patterns, applied one after the other (see the module docstring).
+
+    Examples:
+        >>> r = Redactor()
+        >>> r.redact("mail alice@example.com, key sk-proj-abcdefghijklmnopqrstuvwx")
+        'mail <redacted:email>, key <redacted:openai_key>'
+        >>> r.redact("Authorization: Bearer abc.def-123456")
+        'Authorization: Bearer <redacted:bearer_token>'
+        >>> r.first_kind("nothing to see"), r.first_kind("AKIAIOSFODNN7EXAMPLE")
+        (None, 'aws_access_key_id')
+    """
+
+    patterns: tuple[Pattern, ...] = DEFAULT_PATTERNS
+
+    def _compiled(self) -> list[tuple[re.Pattern[str], str, str]]:
+        return _compile(self.patterns)
+
+    def redact(self, text: str | None) -> str | None:
+        """``text`` with every match replaced by its placeholder (None stays None)."""
+        if not text:
+            return text
+        for compiled, replacement, _ in self._compiled():
+            text = compiled.sub(replacement, text)
+        return text
+
+    def first_kind(self, text: str | None) -> str | None:
+        """The kind of the first pattern that matches ``text``, or None."""
+        if not text:
+            return None
+        for compiled, _, kind in self._compiled():
+            if compiled.search(text):
+                return kind
+        return None
+
+    def detect_sql(self, expression: str) -> str:
+        """DuckDB boolean SQL: ``expression`` (VARCHAR) holds a match of some pattern."""
+        combined = "|".join(f"(?:{p.regex})" for p in self.patterns)
+        return f"regexp_matches({expression}, {_sql_text(combined)})"
+
+    def kind_sql(self, expression: str) -> str:
+        """DuckDB SQL of the first matching pattern's kind (NULL when none matches)."""
+        cases = " ".join(f"WHEN regexp_matches({expression}, {_sql_text(p.regex)}) THEN {_sql_text(p.kind)}" for p in self.patterns)
+        return f"CASE {cases} END"
+
+    def redact_sql(self, expression: str) -> str:
+        """DuckDB SQL of ``expression`` with every match replaced, as :meth:`redact` does."""
+        for p in self.patterns:
+            expression = f"regexp_replace({expression}, {_sql_text(p.regex)}, {_sql_text(p.replacement)}, 'g')"
+        return expression
+
+
+@cache
+def _compile(patterns: tuple[Pattern, ...]) -> list[tuple[re.Pattern[str], str, str]]:
+    return [(re.compile(p.regex, re.ASCII), p.replacement, p.kind) for p in patterns]
+
+
+def load_patterns(path: Path) -> tuple[Pattern, ...]:
+    """Extra patterns from a YAML file: ``patterns: [{kind: ..., regex: ..., keep_prefix: false}]``.
+
+    Raises:
+        ValueError: the file is not such a list, or a kind or regex is invalid in Python or
+            in RE2 (the message names the entry).
+    """
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    entries = data.get("patterns") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: expected 'patterns:' with a list of {{kind, regex}}")
+    patterns = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str) or not isinstance(entry.get("regex"), str):
+            raise ValueError(f"{path}: pattern {i + 1} needs a text 'kind' and 'regex'")
+        try:
+            patterns.append(Pattern(entry["kind"], entry["regex"], bool(entry.get("keep_prefix", False))))
+            _check_re2(entry["regex"])
+        except (ValueError, re.error, duckdb.Error) as exc:
+            raise ValueError(f"{path}: pattern {i + 1} ({entry['kind']}): {exc}") from exc
+    return tuple(patterns)
+
+
+def _check_re2(regex: str) -> None:
+    """Raise ``duckdb.Error`` for a pattern DuckDB's RE2 cannot read (lookaround, backreferences)."""
+    with duckdb.connect() as con:
+        con.execute(f"SELECT regexp_matches('', {_sql_text(regex)})").fetchone()
+
+
+@cache
+def _redactor_for(path: str, mtime_ns: int) -> Redactor:
+    extra = load_patterns(Path(path)) if path else ()
+    return Redactor(DEFAULT_PATTERNS + extra)
+
+
+def current_redactor() -> Redactor:
+    """The redactor of this process: the defaults plus the file ``ZCL_REDACTION_PATTERNS`` names.
+
+    Read when called (never at import); a changed file is read again.
+
+    Raises:
+        ValueError: the file is missing or invalid.
+    """
+    path = os.environ.get(PATTERNS_ENV, "")
+    if not path:
+        return _redactor_for("", 0)
+    try:
+        mtime = Path(path).stat().st_mtime_ns
+    except OSError as exc:
+        raise ValueError(f"{PATTERNS_ENV}={path}: {exc.strerror}") from exc
+    return _redactor_for(path, mtime)
+
+
+def redact(text: str | None) -> str | None:
+    """``text`` redacted by :func:`current_redactor`: for logs, reasons and metadata."""
+    return current_redactor().redact(text)
+
+
+_PAIR = re.compile(r'"((?:[^"\\\n]|\\.){0,256})"([ \t]{0,8}:[ \t]{0,8})("(?:[^"\\\n]|\\.){0,65536}"?|[^,}\]\s]{1,4096})')
+
+
+def _redact_value(value: object, redactor: Redactor) -> object:
+    if isinstance(value, str):
+        return redactor.redact(value)
+    if isinstance(value, list):
+        return [_redact_value(v, redactor) for v in value]
+    if isinstance(value, tuple):  # an object kept as its (key, value) pairs
+        return tuple((redactor.redact(k), _redact_value(v, redactor)) for k, v in value)
+    return value
+
+
+def _dump(value: object) -> str:
+    if isinstance(value, tuple):
+        return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {_dump(v)}" for k, v in value) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_dump(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def redact_json(text: str | None, redactor: Redactor) -> str | None:
+    """A JSON document with every string in it (keys too) redacted; always valid JSON.
+
+    Examples:
+        >>> redact_json('[{"name": "a", "payload": {"note": "ask bob@example.org"}}]', Redactor())
+        '[{"name": "a", "payload": {"note": "ask <redacted:email>"}}]'
+    """
+    if text is None:
+        return None
+    try:
+        parsed = json.loads(text, object_pairs_hook=tuple)
+    except (ValueError, RecursionError):
+        return json.dumps(redactor.redact(text), ensure_ascii=False)
+    return _dump(_redact_value(parsed, redactor))
+
+
+def redact_record(record: str | None, fields: Iterable[str], redactor: Redactor) -> str | None:
+    """A quarantined record as it may be stored: patterns redacted, outside fields hidden.
+
+    A record that is a JSON object keeps every key, in order and with repeats; the values
+    of keys outside ``fields`` become ``OUTSIDE_CONTRACT`` and the others are redacted by
+    ``redactor``. Any other text (a truncated line) is redacted by pattern, and every
+    ``"key": value`` pair it still holds is treated as in an object.
+
+    Examples:
+        >>> redact_record('{"session_id": "s1", "api_key": "hunter2"}', ["session_id"], Redactor())
+        '{"session_id": "s1", "api_key": "<redacted:not_in_contract>"}'
+        >>> redact_record('{"session_id": "a@b.org", "token": "x', ["session_id"], Redactor())
+        '{"session_id": "<redacted:email>", "token": "<redacted:not_in_contract>"'
+    """
+    if record is None:
+        return None
+    known = set(fields)
+    try:
+        parsed = json.loads(record, object_pairs_hook=tuple)
+    except (ValueError, RecursionError):
+        parsed = None
+    if isinstance(parsed, tuple):
+        pairs = tuple((k, _redact_value(v, redactor) if k in known else OUTSIDE_CONTRACT) for k, v in parsed)
+        return _dump(tuple((redactor.redact(k), v) for k, v in pairs))
+
+    def pair(match: re.Match[str]) -> str:
+        try:
+            key = json.loads(f'"{match.group(1)}"')
+        except ValueError:
+            key = None
+        value = match.group(3) if key in known else json.dumps(OUTSIDE_CONTRACT)
+        return f'"{match.group(1)}"{match.group(2)}{value}'
+
+    return redactor.redact(_PAIR.sub(pair, record))
