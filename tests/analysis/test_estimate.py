@@ -118,12 +118,21 @@ def test_a_stratified_comparison_of_two_periods_against_a_hand_computed_normal_t
     assert r["mean_control"] == pytest.approx(pooled_c.mean(), rel=1e-12)
     assert r["variance_treatment"] == pytest.approx(pooled_t.var(ddof=1), rel=1e-9)
     assert r["variance_control"] == pytest.approx(pooled_c.var(ddof=1), rel=1e-9)
-    # relative lift of the pooled means, log-scale delta method (Kohavi, Tang and Xu 2020, ch. 18)
-    mt, mc = pooled_t.mean(), pooled_c.mean()
-    se_log = math.sqrt(pooled_t.var(ddof=1) / (700 * mt**2) + pooled_c.var(ddof=1) / (1300 * mc**2))
-    assert r["relative_lift"] == pytest.approx(mt / mc - 1, rel=1e-12)
-    assert r["lift_ci_low"] == pytest.approx(math.exp(math.log(mt / mc) - z * se_log) - 1, rel=1e-9)
-    assert r["lift_ci_high"] == pytest.approx(math.exp(math.log(mt / mc) + z * se_log) - 1, rel=1e-9)
+    # relative lift on the same stratified estimate as the difference (DESIGN section 6): the
+    # stratified treatment mean over the stratified control mean, each with its stratified
+    # squared standard error, log-scale delta method (Deng, Lu and Litz 2018); not the pooled
+    # means, which an allocation change confounds (Simpson)
+    st = sc = se2_t = se2_c = 0.0
+    for s in (0, 1):
+        t, c = data[("treatment", s)], data[("control", s)]
+        w = (t.size + c.size) / total
+        st, sc = st + w * t.mean(), sc + w * c.mean()
+        se2_t, se2_c = se2_t + w**2 * t.var(ddof=1) / t.size, se2_c + w**2 * c.var(ddof=1) / c.size
+    se_log = math.sqrt(se2_t / st**2 + se2_c / sc**2)
+    assert r["relative_lift"] == pytest.approx(st / sc - 1, rel=1e-12)
+    assert r["relative_lift"] != pytest.approx(pooled_t.mean() / pooled_c.mean() - 1, rel=1e-3)
+    assert r["lift_ci_low"] == pytest.approx(math.exp(math.log(st / sc) - z * se_log) - 1, rel=1e-9)
+    assert r["lift_ci_high"] == pytest.approx(math.exp(math.log(st / sc) + z * se_log) - 1, rel=1e-9)
     # the confidence sequence of the stratified estimate, tuned at the planned total (registered
     # ratio 0.2 / 0.8 treatment units per control unit)
     n_star = r["planned_n_per_arm"] * (1 + 0.25)
@@ -267,8 +276,9 @@ def test_a_period_without_a_centred_sum_of_squares_leaves_the_pooled_variance_un
 
 
 def test_rows_repeat_each_comparison_at_each_output_night_and_stratum():
-    # a declared allocation change on night 2 starts stratum 1; two output nights: each
-    # comparison appears once per night and stratum, sorted by comparison, night, stratum
+    # a declared allocation change on night 2 starts stratum 1; two output nights, but every
+    # night is a row (a decision reads the looks before it): each comparison appears once per
+    # night and stratum of the night's epoch, sorted by comparison, night, stratum
     reg = registration("s", ["control", "treatment"], [0.5, 0.5])
     change = {"experiment_id": "s", "status": "active", "at": T0 + dt.timedelta(days=2), "reason": "rebalance",
               "allocation": '{"control": 0.2, "treatment": 0.8}'}
@@ -276,8 +286,8 @@ def test_rows_repeat_each_comparison_at_each_output_night_and_stratum():
     inputs = inputs._replace(looks=inputs.looks.with_columns((pl.col("as_of") >= DAY0 + dt.timedelta(days=2)).alias("output")))
     grid = Grid.build(inputs.looks, inputs.segments, inputs.arms, inputs.comparisons.select("experiment_id", "metric"))
     at = rows(inputs.comparisons, inputs.looks, inputs.segments, grid)
-    assert at.d.tolist() == [2, 2, 3, 3] and at.segment.tolist() == [0, 1, 0, 1] and at.cid.tolist() == [0] * 4
-    assert (at.treatment.tolist(), at.control.tolist(), at.kinds.tolist()) == ([1] * 4, [0] * 4, ["binary_proportion"] * 4)
+    assert at.d.tolist() == [0, 0, 1, 1, 2, 2, 3, 3] and at.segment.tolist() == [0, 1] * 4 and at.cid.tolist() == [0] * 8
+    assert (at.treatment.tolist(), at.control.tolist(), at.kinds.tolist()) == ([1] * 8, [0] * 8, ["binary_proportion"] * 8)
 
 
 def test_strata_weigh_each_period_by_its_units_and_pool_the_arms():
