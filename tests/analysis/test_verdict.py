@@ -300,3 +300,47 @@ def test_burn_in_waits_for_successes_only_where_the_metric_counts_them():
     r = row(look([score_reg], [continuous("s", "control", NIGHT, 400, 0.5, 0.04),
                                continuous("s", "treatment", NIGHT, 400, 0.7, 0.04)], NIGHT))
     assert r["decision"] == "adopt" and r["successes_control"] is None
+
+
+def test_the_deciding_interval_is_the_running_intersection_of_the_nightly_cs():
+    # Night 8: 1,150 / 2,000 against 1,000 / 2,000 (+0.075, CS excludes zero: adopt); night 9 adds
+    # 2,000 a side at 930 / 1,000 (cumulative +0.02, tonight's CS includes zero). The rule reads
+    # [max of the lower ends, min of the upper ends] over both looks (each CS from the hand
+    # formulas, binary_cs), the running minimum of the anytime p, and adopt stands.
+    reg = registration("ri", ["control", "treatment"], min_samples_per_arm=10)
+    d8, d9 = DAY0 + dt.timedelta(days=8), DAY0 + dt.timedelta(days=9)
+    figures = [binary("ri", "control", d8, 2000, 1000), binary("ri", "treatment", d8, 2000, 1150),
+               binary("ri", "control", d9, 4000, 2000), binary("ri", "treatment", d9, 4000, 2080)]
+    out = look([reg], figures, d9)
+    lo8, hi8, p8, _ = binary_cs(1150, 2000, 1000, 2000)
+    lo9, hi9, p9, _ = binary_cs(2080, 4000, 2000, 4000)
+    assert lo8 > 0 and lo9 < 0 < hi9 and max(lo8, lo9) < min(hi8, hi9)
+    first, second = row(out, d8), row(out, d9)
+    assert first["decision"] == "adopt" and (first["cs_low"], first["cs_high"]) == (pytest.approx(lo8), pytest.approx(hi8))
+    assert (second["cs_night_low"], second["cs_night_high"]) == (pytest.approx(lo9), pytest.approx(hi9))
+    assert (second["cs_low"], second["cs_high"]) == (pytest.approx(max(lo8, lo9)), pytest.approx(min(hi8, hi9)))
+    assert second["cs_p_value"] == pytest.approx(p9) and second["cs_p_running"] == pytest.approx(min(p8, p9))
+    assert (second["cs_looks"], second["cs_since"]) == (2, d8)
+    assert second["decision"] == "adopt" and second["cs_p_adjusted"] == pytest.approx(min(p8, p9))
+
+
+def test_an_empty_running_intersection_is_invalid_from_its_night_and_sticky():
+    # Night 8: 3,000 / 5,000 against 2,000 / 5,000 (+0.2); night 9 adds 5,000 a side at 0 against
+    # 5,000 (cumulative 3,000 / 10,000 against 7,000 / 10,000, -0.4): the two CS do not meet
+    # (by hand below), no single constant effect fits both looks; invalid from night 9, and
+    # still on night 10 with no new data
+    reg = registration("em", ["control", "treatment"], min_samples_per_arm=10)
+    d8, d9, d10 = (DAY0 + dt.timedelta(days=k) for k in (8, 9, 10))
+    figures = [binary("em", "control", d8, 5000, 2000), binary("em", "treatment", d8, 5000, 3000),
+               binary("em", "control", d9, 10000, 7000), binary("em", "treatment", d9, 10000, 3000)]
+    lo8, _, _, _ = binary_cs(3000, 5000, 2000, 5000)
+    _, hi9, _, _ = binary_cs(3000, 10000, 7000, 10000)
+    assert hi9 < lo8
+    out = look([reg], figures, d10)
+    assert row(out, d8)["decision"] == "adopt"
+    for night in (d9, d10):
+        r = row(out, night)
+        assert r["decision"] == "invalid" and r["invalid_since"] == d9 and r["cs_low"] is None
+        assert r["invalid_reason"] == ("the effect is not constant over time (the running intersection of its "
+                                       "confidence sequences is empty)")
+        assert r["decision_reason"].startswith("invalid since 2026-10-10: the effect is not constant over time")
