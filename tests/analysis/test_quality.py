@@ -177,3 +177,15 @@ def test_a_large_plan_tunes_the_srm_at_ten_thousand_units_so_5200_to_4800_is_inv
 def test_the_srm_tuning_is_the_planned_total_within_its_bounds():
     assert srm.srm_tuning_units([10.0, 3000.0, 7500.0, 10_000.0, 2e5, np.inf, np.nan]).tolist() == [
         3000.0, 3000.0, 7500.0, 10_000.0, 10_000.0, 10_000.0, 10_000.0]
+
+
+def test_the_chi_square_reads_each_arms_own_planned_share():
+    # 20/80 design, 230 control and 770 treatment units: scipy's goodness of fit against
+    # (200, 800), not against the shares in another arm order (800, 200)
+    reg = registration("uneq", ["control", "treatment"], [0.2, 0.8], min_samples_per_arm=10)
+    night = DAY0 + dt.timedelta(days=20)
+    r = analyse(build([reg], [binary("uneq", "control", night, 230, 115), binary("uneq", "treatment", night, 770, 385)],
+                      night)).filter(pl.col("as_of") == night).row(0, named=True)
+    expected = stats.chisquare([230, 770], f_exp=[200, 800]).pvalue
+    assert r["srm_chisquare_p"] == pytest.approx(expected, rel=1e-9)
+    assert stats.chisquare([230, 770], f_exp=[800, 200]).pvalue < 1e-100 < expected
