@@ -314,3 +314,27 @@ def test_strata_weigh_each_period_by_its_units_and_pool_the_arms():
     within = 99 * 4.0 + 299 * 9.0
     assert est.treatment.n.tolist() == [400.0] and est.mean_t[0] == pytest.approx(1.75, rel=1e-12)
     assert est.var_t[0] == pytest.approx((within + ((values - 1.75) ** 2).sum()) / 399, rel=1e-12)
+
+
+def test_the_lift_of_an_allocation_change_with_no_effect_is_zero_on_the_stratified_estimate():
+    # 90/10 for ten days (success 0.2 in both arms), then 50/50 (0.6 in both): no effect. The
+    # pooled means (480 / 1,400 in control, 320 / 600 in treatment) would read a lift of +55.6%;
+    # the stratified means are equal, w = (1,000, 1,000) / 2,000:
+    # mean = 0.5 * 0.2 + 0.5 * 0.6 = 0.4 in both arms, so the lift is 0, its log-scale interval
+    # from se^2 = sum w^2 p (1 - p) / n per arm (Deng, Lu and Litz 2018, delta method)
+    reg = registration("ac", ["control", "treatment"], [0.9, 0.1], min_samples_per_arm=10)
+    events = [{"experiment_id": "ac", "status": "active", "at": T0 + dt.timedelta(days=10), "reason": "rebalance",
+               "allocation": '{"control": 0.5, "treatment": 0.5}'}]
+    night = DAY0 + dt.timedelta(days=19)
+    figures = [binary("ac", "control", night, 900, 180, segment=0), binary("ac", "treatment", night, 100, 20, segment=0),
+               binary("ac", "control", night, 500, 300, segment=1), binary("ac", "treatment", night, 500, 300, segment=1)]
+    r = row(look([reg], figures, night, events=events, output="last"))
+    assert r["difference"] == pytest.approx(0.0, abs=1e-15) and r["periods"] == 2
+    pooled = (20 + 300) / 600 / ((180 + 300) / 1400) - 1
+    assert pooled == pytest.approx(0.5556, abs=1e-4)
+    assert r["relative_lift"] == pytest.approx(0.0, abs=1e-12)
+    se2_t = 0.25 * 0.16 / 100 + 0.25 * 0.24 / 500
+    se2_c = 0.25 * 0.16 / 900 + 0.25 * 0.24 / 500
+    half = stats.norm.isf(0.025) * math.sqrt(se2_t / 0.4**2 + se2_c / 0.4**2)
+    assert (r["lift_ci_low"], r["lift_ci_high"]) == (pytest.approx(math.exp(-half) - 1, rel=1e-9),
+                                                     pytest.approx(math.exp(half) - 1, rel=1e-9))

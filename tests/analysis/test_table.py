@@ -132,3 +132,24 @@ def test_a_guardrail_row_carries_no_decision_status_or_invalid_spell_of_its_own(
     assert {k: g[k] for k in keys} == dict.fromkeys(keys)
     assert p["decision_reason"].startswith("invalid since 2026-10-06")
 
+
+
+def test_burn_in_days_are_cut_never_rounded_up_across_the_threshold():
+    # first assignment at 00:30 on 10-01: at the end of 10-07 that is 7 - 0.5 / 24 = 6.979 days,
+    # fewer than 7: printed 6.97 (cut to two decimals), never "7.0" beside "fewer than 7 days"
+    reg = registration("bd", ["control", "treatment"], min_samples_per_arm=10)
+    night = DAY0 + dt.timedelta(days=6)
+    r = row(look([reg], [binary("bd", "control", night, 500, 250), binary("bd", "treatment", night, 500, 260)], night,
+                 first_assigned_at=dt.datetime(2026, 10, 1, 0, 30, tzinfo=dt.timezone.utc)), night)
+    assert r["days_since_first_assignment"] == pytest.approx(7 - 0.5 / 24)
+    assert r["decision_reason"].startswith("burn-in: fewer than 7 days since first assignment (6.97 days since the first "
+                                           "assignment)")
+
+
+def test_reasons_print_figures_to_their_significant_digits():
+    from zcl_assets.analysis.wording import figure
+
+    # binary floats whose repr shows their noise (Python: repr(round(9.4e-26, 27)) etc.)
+    assert (figure(9.400000000000001e-26), figure(6.569999999999999e-52)) == ("9.4e-26", "6.57e-52")
+    assert (figure(2475.3, 4, signed=True), figure(-5214.4, 4), figure(0.06529), figure(9.996)) == (
+        "+2,475", "-5,214", "0.0653", "10")

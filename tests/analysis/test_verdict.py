@@ -344,3 +344,21 @@ def test_an_empty_running_intersection_is_invalid_from_its_night_and_sticky():
         assert r["invalid_reason"] == ("the effect is not constant over time (the running intersection of its "
                                        "confidence sequences is empty)")
         assert r["decision_reason"].startswith("invalid since 2026-10-10: the effect is not constant over time")
+
+
+def test_a_guardrail_constant_and_equal_in_both_arms_is_non_inferior_and_adopt_goes_through():
+    # tokens exactly 15,000 in every session of both arms: zero variance, no CS, difference 0,
+    # within any margin: non-inferior (before, "CS lower end NaN" held adopt for ever)
+    guard = '[{"metric": "tokens", "direction": "decrease", "margin": 500.0}]'
+    reg = registration("zv", ["control", "treatment"], guardrails=guard, min_samples_per_arm=10)
+    figures = [binary("zv", "control", NIGHT, 5000, 2500), binary("zv", "treatment", NIGHT, 5000, 2800),
+               continuous("zv", "control", NIGHT, 5000, 15000.0, 0.0, metric="tokens"),
+               continuous("zv", "treatment", NIGHT, 5000, 15000.0, 0.0, metric="tokens")]
+    out = look([reg], figures, NIGHT)
+    p, g = row(out, NIGHT, role="primary"), row(out, NIGHT, role="guardrail")
+    assert g["cs_low"] is None and g["difference"] == 0.0 and g["guardrail_verdict"] == "non-inferior"
+    assert p["decision"] == "adopt" and p["guardrail_status"] == "tokens non-inferior: both arms constant and equal"
+    # constant but unequal arms (15,000 against 15,400): no interval, not shown
+    unequal = figures[:3] + [continuous("zv", "treatment", NIGHT, 5000, 15400.0, 0.0, metric="tokens")]
+    p = row(look([reg], unequal, NIGHT), NIGHT, role="primary")
+    assert p["decision"] == "continue" and p["decision_reason"].startswith("held by guardrail tokens not yet shown")
