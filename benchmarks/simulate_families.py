@@ -1,7 +1,7 @@
 """Full-size simulations of the decision rule over families of concurrent experiments.
 
 1. A/A: 10,000 families (organization and task type) of K = 4 concurrent experiments with
-   one to four treatment arms, 30 nightly looks, no true effect: the share of families (and
+   one to four treatment arms, 30 and then 60 nightly looks, no true effect: the share of families (and
    of experiments, by number of arms) that ever reach adopt or reject. Target: at most
    alpha = 0.05 per family (each experiment has alpha / K).
 2. Power: the same with every treatment arm better by the MDE and enough traffic to pass
@@ -31,12 +31,12 @@ from zcl_assets.simulation.families import FamilyDesign, simulate_families  # no
 CHUNK = 1000
 
 
-def run(n_families: int, effect: float, units: float, seed: int) -> pl.DataFrame:
+def run(n_families: int, effect: float, units: float, seed: int, nights: int = 30) -> pl.DataFrame:
     """Per experiment: arms, ever decided, adopted comparisons."""
     parts = []
     for i, start in enumerate(range(0, n_families, CHUNK)):
         m = min(CHUNK, n_families - start)
-        inputs, _ = simulate_families(m, FamilyDesign(effect=effect, units_per_arm_night=units), seed=seed * 1000 + i)
+        inputs, _ = simulate_families(m, FamilyDesign(effect=effect, units_per_arm_night=units, nights=nights), seed=seed * 1000 + i)
         look = analyse(inputs).filter(pl.col("is_primary"))
         key = ["chunk", "org_id", "experiment_id", "treatment_arm"]
         look = look.with_columns(pl.lit(i).alias("chunk")).with_columns(
@@ -56,15 +56,16 @@ def rate(x: np.ndarray) -> str:
 
 
 def main(n_families: int) -> None:
-    aa = run(n_families, 0.0, 60.0, seed=1)
-    exp = aa.group_by("chunk", "org_id", "experiment_id", "k").agg(pl.col("decided").any())
-    fam = exp.group_by("chunk", "org_id").agg(pl.col("decided").any())
-    print(f"1. A/A, {n_families:,} families x 4 experiments, 30 nightly looks, alpha 0.05, K = 4")
-    print(f"   families with any adopt or reject: {rate(fam.get_column('decided').to_numpy())}  [target <= 0.05]")
-    print(f"   experiments:                       {rate(exp.get_column('decided').to_numpy())}  [target <= 0.0125]")
-    for k in (1, 2, 3, 4):
-        sel = exp.filter(pl.col("k") == k).get_column("decided").to_numpy()
-        print(f"     with {k} treatment arm(s):        {rate(sel)}")
+    for nights in (30, 60):
+        aa = run(n_families, 0.0, 60.0, seed=1 if nights == 30 else 3, nights=nights)
+        exp = aa.group_by("chunk", "org_id", "experiment_id", "k").agg(pl.col("decided").any())
+        fam = exp.group_by("chunk", "org_id").agg(pl.col("decided").any())
+        print(f"1. A/A, {n_families:,} families x 4 experiments, {nights} nightly looks, alpha 0.05, K = 4")
+        print(f"   families with any adopt or reject: {rate(fam.get_column('decided').to_numpy())}  [target <= 0.05]")
+        print(f"   experiments:                       {rate(exp.get_column('decided').to_numpy())}  [target <= 0.0125]")
+        for k in (1, 2, 3, 4):
+            sel = exp.filter(pl.col("k") == k).get_column("decided").to_numpy()
+            print(f"     with {k} treatment arm(s):        {rate(sel)}")
     power = run(max(n_families // 5, 200), 0.05, 160.0, seed=2)
     print("\n2. every arm better by the MDE (0.30 -> 0.35), 160 units an arm a night, 30 nights")
     print(f"   plan reached by night 30: {rate(power.get_column('plan_reached').to_numpy())}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import re
+from decimal import Decimal
 
 import polars as pl
 from scipy import stats
@@ -143,10 +143,18 @@ def anytime_p(diff, sigma2, n, rho2):
     return min(1.0, math.sqrt(n * rho2 + 1) * math.exp(-diff**2 * n * n * rho2 / (2 * sigma2 * (n * rho2 + 1))))
 
 
-def sig(x, digits=4):
-    """A figure as the reasons print it: rounded to ``digits`` significant figures, shortest form."""
-    text = repr(float(f"{x:.{digits}g}"))
-    return re.sub(r"e([-+])0*(\d)", lambda m: "e" + m[1].replace("+", "") + m[2], text)
+def sig(x, digits=4, signed=False):
+    """A figure as the reasons print it (an oracle by ``decimal``, not ``wording.figure``): rounded
+    to ``digits`` significant figures, thousands separated, trailing zeros dropped, exponent
+    notation below 1e-4 (``9.4e-26``, ``2,475``, ``0.06529``)."""
+    value = Decimal(f"{x:.{digits}g}")
+    if value != 0 and abs(value) < Decimal("1e-4"):
+        mantissa, exponent = f"{value:e}".split("e")
+        text = f"{mantissa.rstrip('0').rstrip('.') if '.' in mantissa else mantissa}e{int(exponent)}"
+    else:
+        text = f"{value:,f}"
+        text = text.rstrip("0").rstrip(".") if "." in text else text
+    return ("+" if signed and value > 0 else "") + text
 
 
 def binary_cs(x_t, n_t, x_c, n_c, level=0.0125, alpha=0.0125, mde=0.05, baseline=0.5, power=0.8):

@@ -118,12 +118,21 @@ def test_a_stratified_comparison_of_two_periods_against_a_hand_computed_normal_t
     assert r["mean_control"] == pytest.approx(pooled_c.mean(), rel=1e-12)
     assert r["variance_treatment"] == pytest.approx(pooled_t.var(ddof=1), rel=1e-9)
     assert r["variance_control"] == pytest.approx(pooled_c.var(ddof=1), rel=1e-9)
-    # relative lift of the pooled means, log-scale delta method (Kohavi, Tang and Xu 2020, ch. 18)
-    mt, mc = pooled_t.mean(), pooled_c.mean()
-    se_log = math.sqrt(pooled_t.var(ddof=1) / (700 * mt**2) + pooled_c.var(ddof=1) / (1300 * mc**2))
-    assert r["relative_lift"] == pytest.approx(mt / mc - 1, rel=1e-12)
-    assert r["lift_ci_low"] == pytest.approx(math.exp(math.log(mt / mc) - z * se_log) - 1, rel=1e-9)
-    assert r["lift_ci_high"] == pytest.approx(math.exp(math.log(mt / mc) + z * se_log) - 1, rel=1e-9)
+    # relative lift on the same stratified estimate as the difference (DESIGN section 6): the
+    # stratified treatment mean over the stratified control mean, each with its stratified
+    # squared standard error, log-scale delta method (Deng, Lu and Litz 2018); not the pooled
+    # means, which an allocation change confounds (Simpson)
+    st = sc = se2_t = se2_c = 0.0
+    for s in (0, 1):
+        t, c = data[("treatment", s)], data[("control", s)]
+        w = (t.size + c.size) / total
+        st, sc = st + w * t.mean(), sc + w * c.mean()
+        se2_t, se2_c = se2_t + w**2 * t.var(ddof=1) / t.size, se2_c + w**2 * c.var(ddof=1) / c.size
+    se_log = math.sqrt(se2_t / st**2 + se2_c / sc**2)
+    assert r["relative_lift"] == pytest.approx(st / sc - 1, rel=1e-12)
+    assert r["relative_lift"] != pytest.approx(pooled_t.mean() / pooled_c.mean() - 1, rel=1e-3)
+    assert r["lift_ci_low"] == pytest.approx(math.exp(math.log(st / sc) - z * se_log) - 1, rel=1e-9)
+    assert r["lift_ci_high"] == pytest.approx(math.exp(math.log(st / sc) + z * se_log) - 1, rel=1e-9)
     # the confidence sequence of the stratified estimate, tuned at the planned total (registered
     # ratio 0.2 / 0.8 treatment units per control unit)
     n_star = r["planned_n_per_arm"] * (1 + 0.25)
@@ -267,8 +276,9 @@ def test_a_period_without_a_centred_sum_of_squares_leaves_the_pooled_variance_un
 
 
 def test_rows_repeat_each_comparison_at_each_output_night_and_stratum():
-    # a declared allocation change on night 2 starts stratum 1; two output nights: each
-    # comparison appears once per night and stratum, sorted by comparison, night, stratum
+    # a declared allocation change on night 2 starts stratum 1; two output nights, but every
+    # night is a row (a decision reads the looks before it): each comparison appears once per
+    # night and stratum of the night's epoch, sorted by comparison, night, stratum
     reg = registration("s", ["control", "treatment"], [0.5, 0.5])
     change = {"experiment_id": "s", "status": "active", "at": T0 + dt.timedelta(days=2), "reason": "rebalance",
               "allocation": '{"control": 0.2, "treatment": 0.8}'}
@@ -276,8 +286,8 @@ def test_rows_repeat_each_comparison_at_each_output_night_and_stratum():
     inputs = inputs._replace(looks=inputs.looks.with_columns((pl.col("as_of") >= DAY0 + dt.timedelta(days=2)).alias("output")))
     grid = Grid.build(inputs.looks, inputs.segments, inputs.arms, inputs.comparisons.select("experiment_id", "metric"))
     at = rows(inputs.comparisons, inputs.looks, inputs.segments, grid)
-    assert at.d.tolist() == [2, 2, 3, 3] and at.segment.tolist() == [0, 1, 0, 1] and at.cid.tolist() == [0] * 4
-    assert (at.treatment.tolist(), at.control.tolist(), at.kinds.tolist()) == ([1] * 4, [0] * 4, ["binary_proportion"] * 4)
+    assert at.d.tolist() == [0, 0, 1, 1, 2, 2, 3, 3] and at.segment.tolist() == [0, 1] * 4 and at.cid.tolist() == [0] * 8
+    assert (at.treatment.tolist(), at.control.tolist(), at.kinds.tolist()) == ([1] * 8, [0] * 8, ["binary_proportion"] * 8)
 
 
 def test_strata_weigh_each_period_by_its_units_and_pool_the_arms():
@@ -304,3 +314,27 @@ def test_strata_weigh_each_period_by_its_units_and_pool_the_arms():
     within = 99 * 4.0 + 299 * 9.0
     assert est.treatment.n.tolist() == [400.0] and est.mean_t[0] == pytest.approx(1.75, rel=1e-12)
     assert est.var_t[0] == pytest.approx((within + ((values - 1.75) ** 2).sum()) / 399, rel=1e-12)
+
+
+def test_the_lift_of_an_allocation_change_with_no_effect_is_zero_on_the_stratified_estimate():
+    # 90/10 for ten days (success 0.2 in both arms), then 50/50 (0.6 in both): no effect. The
+    # pooled means (480 / 1,400 in control, 320 / 600 in treatment) would read a lift of +55.6%;
+    # the stratified means are equal, w = (1,000, 1,000) / 2,000:
+    # mean = 0.5 * 0.2 + 0.5 * 0.6 = 0.4 in both arms, so the lift is 0, its log-scale interval
+    # from se^2 = sum w^2 p (1 - p) / n per arm (Deng, Lu and Litz 2018, delta method)
+    reg = registration("ac", ["control", "treatment"], [0.9, 0.1], min_samples_per_arm=10)
+    events = [{"experiment_id": "ac", "status": "active", "at": T0 + dt.timedelta(days=10), "reason": "rebalance",
+               "allocation": '{"control": 0.5, "treatment": 0.5}'}]
+    night = DAY0 + dt.timedelta(days=19)
+    figures = [binary("ac", "control", night, 900, 180, segment=0), binary("ac", "treatment", night, 100, 20, segment=0),
+               binary("ac", "control", night, 500, 300, segment=1), binary("ac", "treatment", night, 500, 300, segment=1)]
+    r = row(look([reg], figures, night, events=events, output="last"))
+    assert r["difference"] == pytest.approx(0.0, abs=1e-15) and r["periods"] == 2
+    pooled = (20 + 300) / 600 / ((180 + 300) / 1400) - 1
+    assert pooled == pytest.approx(0.5556, abs=1e-4)
+    assert r["relative_lift"] == pytest.approx(0.0, abs=1e-12)
+    se2_t = 0.25 * 0.16 / 100 + 0.25 * 0.24 / 500
+    se2_c = 0.25 * 0.16 / 900 + 0.25 * 0.24 / 500
+    half = stats.norm.isf(0.025) * math.sqrt(se2_t / 0.4**2 + se2_c / 0.4**2)
+    assert (r["lift_ci_low"], r["lift_ci_high"]) == (pytest.approx(math.exp(-half) - 1, rel=1e-9),
+                                                     pytest.approx(math.exp(half) - 1, rel=1e-9))

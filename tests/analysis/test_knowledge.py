@@ -120,3 +120,30 @@ def test_records_chain_per_comparison_and_an_undefined_interval_is_said_so():
     assert rows[2]["supersedes"] == rows[1]["record_id"] and rows[0]["supersedes"] is None
     assert rows[0]["statement"] == "other changes success by less than the MDE against control: difference in undefined"
     assert len({r["record_id"] for r in rows}) == 3 and all(len(r["record_id"]) == 24 for r in rows)
+
+
+def test_a_correction_of_the_cited_look_appends_a_superseding_record_and_the_current_one_is_a_fresh_loads():
+    from zcl_assets.analysis.knowledge import current_records
+
+    first = promote(looks(["continue", "adopt", "adopt"]), empty(), EVALUATORS, SOURCE)
+    # a correction changes the cited look's figures (its CS): same claim, new evidence
+    corrected = looks(["continue", "adopt", "adopt"]).with_columns(
+        pl.when(pl.col("as_of") == DAY + dt.timedelta(days=1)).then(0.5).otherwise(pl.col("cs_high")).alias("cs_high"))
+    again = promote(corrected, stored(first), EVALUATORS, SOURCE)
+    assert again.height == 1
+    r = again.row(0, named=True)
+    assert (r["claim"], r["look_as_of"], r["cs_high"], r["sequence"]) == ("adopt", DAY + dt.timedelta(days=1), 0.5, 2)
+    assert r["supersedes"] == first.row(0, named=True)["record_id"]
+    assert r["evidence_digest"] != first.row(0, named=True)["evidence_digest"]
+    fresh = promote(corrected, empty(), EVALUATORS, SOURCE)
+    cols = ["claim", "look_as_of", "cs_low", "cs_high", "evidence_digest", "statement"]
+    both = stored(pl.concat([first, again]))
+    assert current_records(both).select(cols).rows() == current_records(stored(fresh)).select(cols).rows()
+    assert promote(corrected, both, EVALUATORS, SOURCE).height == 0  # and then nothing more
+    # a correction after which no look decides any claim: withdrawn, citing the latest look
+    gone = promote(looks(["continue", "continue", "continue"]), both, EVALUATORS, SOURCE)
+    assert gone.select("claim", "look_as_of", "sequence").rows() == [("withdrawn", DAY + dt.timedelta(days=2), 3)]
+    assert "as corrected, support none" in gone.row(0, named=True)["statement"]
+    # the cited look now decides another claim: the walk's last record supersedes
+    flipped = promote(looks(["continue", "reject", "reject"]), both, EVALUATORS, SOURCE)
+    assert flipped.select("claim", "look_as_of").rows() == [("reject", DAY + dt.timedelta(days=1))]

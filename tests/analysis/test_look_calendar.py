@@ -73,14 +73,24 @@ def test_nights_carry_the_status_and_epoch_of_the_events_before_their_end():
     out = nights(regs, events, first, "2026-10-05")
     day = dt.date(2026, 10, 1)
     assert out.rows() == [
-        # the first assignment at 06:00 on 10-01: 18 hours to the end of that night
-        ("a", day, 0.75, "active", 0), ("a", day + D, 1.75, "active", 0), ("a", day + 2 * D, 2.75, "paused", 0),
-        ("a", day + 3 * D, 3.75, "paused", 0), ("a", day + 4 * D, 4.75, "reopened", 1),
+        # the first assignment at 06:00 on 10-01: 18 hours to the end of that night; the reopen
+        # starts epoch 1 on 10-05, whose days count from its own first assignment (none yet)
+        ("a", day, 0.75, "active", 0, day, None), ("a", day + D, 1.75, "active", 0, day, None),
+        ("a", day + 2 * D, 2.75, "paused", 0, day, None), ("a", day + 3 * D, 3.75, "paused", 0, day, None),
+        ("a", day + 4 * D, None, "reopened", 1, day + 4 * D, None),
         # registered on 10-02, first assigned at the very end of the night of 10-03 (not in it)
-        ("b", day + D, None, "registered", 0), ("b", day + 2 * D, None, "registered", 0),
-        ("b", day + 3 * D, 1.0, "registered", 0), ("b", day + 4 * D, 2.0, "registered", 0),
+        ("b", day + D, None, "registered", 0, day + D, None), ("b", day + 2 * D, None, "registered", 0, day + D, None),
+        ("b", day + 3 * D, 1.0, "registered", 0, day + D, None), ("b", day + 4 * D, 2.0, "registered", 0, day + D, None),
     ]
-    assert out.columns == ["experiment_id", "as_of", "days_since_first_assignment", "status", "epoch"]
+    assert out.columns == ["experiment_id", "as_of", "days_since_first_assignment", "status", "epoch", "epoch_start",
+                           "last_unit_day"]
+    # with epoch 1's first assignment (12:00 on 10-05), its days count from it
+    first1 = pl.concat([first.with_columns(pl.lit(0, dtype=pl.Int64).alias("epoch")), pl.DataFrame(
+        {"experiment_id": ["a"], "epoch": [1], "first_assigned_at": [T0 + 4 * D + dt.timedelta(hours=12)]},
+        schema={"experiment_id": pl.String, "epoch": pl.Int64, "first_assigned_at": pl.Datetime("us", "UTC")})],
+        how="align")
+    again = nights(regs, events, first1, "2026-10-05").filter(pl.col("experiment_id") == "a")
+    assert again.get_column("days_since_first_assignment").to_list() == [0.75, 1.75, 2.75, 3.75, 0.5]
 
 
 def test_with_data_days_only_the_days_that_changed_are_nights():

@@ -24,7 +24,7 @@ def nightly(eid, arms, cum):
 
 
 @pytest.mark.parametrize("shares", [[0.5, 0.5], [0.2, 0.3, 0.5]])
-def test_the_sequential_srm_along_the_nights_is_lindon_malek_tuned_at_the_plan(shares):
+def test_the_sequential_srm_along_the_nights_is_lindon_malek_tuned_at_the_bounded_plan(shares):
     rng = np.random.default_rng(3)
     arms = ["control", "t1", "t2"][: len(shares)]
     cum = rng.multinomial(400, [0.52, 0.48] if len(shares) == 2 else [0.18, 0.32, 0.5], size=15).cumsum(axis=0)
@@ -32,7 +32,8 @@ def test_the_sequential_srm_along_the_nights_is_lindon_malek_tuned_at_the_plan(s
     out = analyse(build([reg], nightly("k", arms, cum), DAY0 + dt.timedelta(days=14))).filter(
         pl.col("treatment_arm") == "t1").sort("as_of")
     planned = out.get_column("planned_n_per_arm")[0]
-    n_star = planned * sum(s / shares[0] for s in shares)
+    # tuned at the planned total, within [3,000, 10,000] units (DESIGN section 6)
+    n_star = min(max(planned * sum(s / shares[0] for s in shares), 3000.0), 10000.0)
     ref = srm_sequential(cum, shares, tuned_concentration(n_star, SRM_ALPHA), looks_axis=0)
     np.testing.assert_allclose(out.get_column("srm_sequential_p").to_numpy(), ref.pvalue, rtol=1e-9)
 
@@ -151,3 +152,40 @@ def test_outcome_imbalance_along_the_nights_is_the_sequential_test_of_the_verifi
     fired = out.filter(pl.col("imbalance_p_value") < SRM_ALPHA).get_column("as_of").min()
     assert out.filter(pl.col("as_of") >= fired).get_column("decision").unique().to_list() == ["invalid"]
     assert "verified outcomes imbalanced between arms" in out.get_column("decision_reason")[-1]
+
+
+def test_a_large_plan_tunes_the_srm_at_ten_thousand_units_so_5200_to_4800_is_invalid():
+    # MDE 0.01 on a 0.5 baseline plans about 150,000 units an arm: tuned there the sequential
+    # p of 5,200 against 4,800 on a 50/50 design would be about 0.06 (no alarm, though the
+    # chi-square p is 6e-5); tuned at the bounded 10,000 units (Lindon and Malek 2022, closed
+    # form in tests/stats/srm_reference.py) it is below 0.01, and the look is invalid
+    reg = registration("big", ["control", "treatment"], mde=0.01, min_samples_per_arm=10)
+    night = DAY0 + dt.timedelta(days=20)
+    r = analyse(build([reg], [binary("big", "control", night, 4800, 2400), binary("big", "treatment", night, 5200, 2600)],
+                      night)).filter(pl.col("as_of") == night).row(0, named=True)
+    planned_total = 2 * r["planned_n_per_arm"]
+    assert planned_total > 100_000
+    c = 10_000 / (-2 * np.log(0.01) + np.log(1 - 2 * np.log(0.01))) - 1
+    at_plan = planned_total / (-2 * np.log(0.01) + np.log(1 - 2 * np.log(0.01))) - 1
+    assert srm_sequential(np.array([4800, 5200]), [0.5, 0.5], at_plan).pvalue > 0.05
+    assert r["srm_sequential_p"] == pytest.approx(float(srm_sequential(np.array([4800, 5200]), [0.5, 0.5], c).pvalue),
+                                                  rel=1e-9)
+    assert r["srm_sequential_p"] < SRM_ALPHA and r["decision"] == "invalid"
+    assert r["srm_chisquare_p"] == pytest.approx(stats.chisquare([4800, 5200]).pvalue, rel=1e-9)
+
+
+def test_the_srm_tuning_is_the_planned_total_within_its_bounds():
+    assert srm.srm_tuning_units([10.0, 3000.0, 7500.0, 10_000.0, 2e5, np.inf, np.nan]).tolist() == [
+        3000.0, 3000.0, 7500.0, 10_000.0, 10_000.0, 10_000.0, 10_000.0]
+
+
+def test_the_chi_square_reads_each_arms_own_planned_share():
+    # 20/80 design, 230 control and 770 treatment units: scipy's goodness of fit against
+    # (200, 800), not against the shares in another arm order (800, 200)
+    reg = registration("uneq", ["control", "treatment"], [0.2, 0.8], min_samples_per_arm=10)
+    night = DAY0 + dt.timedelta(days=20)
+    r = analyse(build([reg], [binary("uneq", "control", night, 230, 115), binary("uneq", "treatment", night, 770, 385)],
+                      night)).filter(pl.col("as_of") == night).row(0, named=True)
+    expected = stats.chisquare([230, 770], f_exp=[200, 800]).pvalue
+    assert r["srm_chisquare_p"] == pytest.approx(expected, rel=1e-9)
+    assert stats.chisquare([230, 770], f_exp=[800, 200]).pvalue < 1e-100 < expected

@@ -70,6 +70,13 @@ def test_a_completed_experiment_frees_its_slot_and_frozen_plans_keep_theirs():
     existing = first.select("experiment_id", "org_id", "task_type", "admitted", "alpha_slot")
     late_plan = plan_registrations(frame([late]), existing, events).row(0, named=True)
     assert late_plan["admitted"] and late_plan["alpha_slot"] == 3  # the completed experiment's slot
+    # a cancelled experiment frees its slot the same way (x1: slot 2)
+    cancelled = events.with_columns(pl.lit("x1").alias("experiment_id"), pl.lit("cancelled").alias("status"))
+    late_plan = plan_registrations(frame([late]), existing, cancelled).row(0, named=True)
+    assert late_plan["admitted"] and late_plan["alpha_slot"] == 2
+    # a paused one keeps it
+    paused = events.with_columns(pl.lit("paused").alias("status"))
+    assert not plan_registrations(frame([late]), existing, paused).row(0, named=True)["admitted"]
     # without the completion the family is full
     refused = plan_registrations(frame([late]), existing, events.clear()).row(0, named=True)
     assert not refused["admitted"]

@@ -34,7 +34,7 @@ from tests.analysis.looks import (
 from zcl_assets.analysis.engine import chain
 from zcl_assets.analysis.estimate import Nights
 from zcl_assets.analysis.grid import Grid
-from zcl_assets.analysis.verdict import Interval, Sequence, deciding_interval, guardrails
+from zcl_assets.analysis.verdict import Interval, guardrails
 
 
 def test_three_arms_holm_over_anytime_p_values_and_the_cs_read_at_each_step():
@@ -74,8 +74,16 @@ def test_an_undefined_p_counts_as_one_in_the_holm_family():
 
 def test_binary_cs_is_clipped_to_minus_one_one():
     reg = registration("e7", ["control", "treatment"], min_samples_per_arm=10, mde=0.3, baseline_mean=0.3)
+    # in burn-in (2 successes): no deciding interval yet, tonight's CS shown and clipped
     r = row(look([reg], [binary("e7", "control", NIGHT, 20, 2), binary("e7", "treatment", NIGHT, 20, 19)], NIGHT), NIGHT)
-    assert -1.0 <= r["cs_low"] and r["cs_high"] == 1.0  # unclipped it would exceed 1
+    assert -1.0 <= r["cs_night_low"] and r["cs_night_high"] == 1.0  # unclipped it would exceed 1
+    assert r["cs_low"] is None and r["cs_looks"] == 0 and r["decision_rule"] == 2
+    # past burn-in (10 successes, 10 failures) on its first night of data: one look intersected,
+    # the deciding interval is tonight's CS
+    r = row(look([reg], [binary("e7", "control", NIGHT, 30, 10), binary("e7", "treatment", NIGHT, 30, 20)], NIGHT), NIGHT)
+    sigma2, n, rho2 = cs_reference(1 / 3, 2 / 9, 30, 2 / 9, 30, 0.0125, 2 * r["planned_n_per_arm"])
+    assert r["cs_high"] == r["cs_night_high"] == pytest.approx(1 / 3 + halfwidth(sigma2, n, rho2, 0.0125), rel=1e-9)
+    assert r["cs_looks"] == 1 and r["cs_since"] == NIGHT
 
 
 def test_guardrail_harm_holds_adopt_and_names_the_guardrail():
@@ -87,14 +95,18 @@ def test_guardrail_harm_holds_adopt_and_names_the_guardrail():
     out = look([reg], harmed, NIGHT)
     r = row(out, NIGHT, role="primary")
     assert r["cs_low"] > 0 and r["decision"] == "continue" and r["decision_rule"] == 4
-    assert "held by guardrail tokens" in r["decision_reason"]
     g = row(out, NIGHT, role="guardrail")
-    # tokens is a decrease metric: the beneficial-direction lower end is -cs_high, below -500
-    assert -g["cs_high"] < -500 and "tokens: not shown non-inferior" in r["guardrail_status"]
+    # tokens is a decrease metric: its CS (treatment minus control) lies wholly above +500,
+    # breached, said first and in the metric's own direction (no sign flip)
+    assert g["cs_low"] > 500 and g["guardrail_verdict"] == "breached"
+    assert r["decision_reason"].startswith(f"guardrail tokens breached: {sig(g['cs_low'], 4, True)} to "
+                                           f"{sig(g['cs_high'], 4, True)} against a margin of +500; ")
+    assert r["guardrail_status"].startswith("tokens breached: ")
     fine = harmed[:2] + [continuous("g1", "control", NIGHT, 5000, 15000.0, 600.0**2, metric="tokens"),
                          continuous("g1", "treatment", NIGHT, 5000, 15010.0, 600.0**2, metric="tokens")]
     r2 = row(look([reg], fine, NIGHT), NIGHT, role="primary")
-    assert r2["decision"] == "adopt" and "tokens: non-inferior" in r2["guardrail_status"]
+    assert r2["decision"] == "adopt" and r2["guardrail_status"].startswith("tokens non-inferior: ")
+    assert row(look([reg], fine, NIGHT), NIGHT, role="guardrail")["guardrail_verdict"] == "non-inferior"
 
 
 def test_two_guardrails_are_read_in_their_registered_order_and_the_first_failing_one_holds():
@@ -112,14 +124,13 @@ def test_two_guardrails_are_read_in_their_registered_order_and_the_first_failing
                continuous("w2", "treatment", NIGHT, 5000, 32.0, 10.0**2, metric="time_minutes")]
     r = row(look([reg], figures, NIGHT), NIGHT, role="primary")
 
-    def lower(diff, sd):  # beneficial-direction lower end of a decrease metric: -(diff + half-width)
-        return -(diff + halfwidth(10000 * 2 * sd**2 / 5000, 10000, rho2, 0.0125))
+    def ends(diff, sd):  # the CS of treatment minus control, in the metric's own units
+        hw = halfwidth(10000 * 2 * sd**2 / 5000, 10000, rho2, 0.0125)
+        return f"{sig(diff - hw, 4, True)} to {sig(diff + hw, 4, True)}"
 
-    assert r["guardrail_status"] == (
-        f"tokens: not shown non-inferior (CS lower end {sig(lower(1500.0, 6000.0))} in the beneficial direction, "
-        f"margin -500.0); time_minutes: not shown non-inferior (CS lower end {sig(lower(2.0, 10.0))} in the "
-        "beneficial direction, margin -1.0)")
-    assert r["decision"] == "continue" and "but adopt is held by guardrail tokens: " in r["decision_reason"]
+    assert r["guardrail_status"] == (f"tokens breached: {ends(1500.0, 6000.0)} against a margin of +500; "
+                                     f"time_minutes breached: {ends(2.0, 10.0)} against a margin of +1")
+    assert r["decision"] == "continue" and r["decision_reason"].startswith("guardrail tokens breached: ")
 
 
 def test_an_unreachable_plan_gets_a_valid_cs_at_the_fallback_tuning_and_says_why():
@@ -225,34 +236,40 @@ def _nights(kinds, **columns):
     n = len(kinds)
     zeros = np.zeros(n, dtype=np.int64)
     return Nights(pl.DataFrame(columns), pl.Series("as_of", [NIGHT] * n), zeros, zeros, np.asarray(columns.pop("arm", zeros)),
-                  zeros, np.asarray(kinds))
+                  zeros, np.asarray(kinds), np.arange(n))
 
 
-def test_the_deciding_interval_is_the_cs_within_the_range_of_its_kind():
-    # a difference of proportions lies in [-1, 1]; a difference of means is unbounded
-    at = _nights(["binary_proportion", "binary_proportion", "continuous_mean"], role=["primary"] * 3)
-    cs = Sequence(np.array([-1.4, -0.2, -40.0]), np.array([0.3, 1.7, 55.0]), *([np.zeros(3)] * 4))
-    got = deciding_interval(at, cs)
-    assert got.low.tolist() == [-1.0, -0.2, -40.0] and got.high.tolist() == [0.3, 1.0, 55.0]
-    assert cs.low.tolist() == [-1.4, -0.2, -40.0]  # tonight's CS is left as it was
-
-
-def test_the_first_guardrail_not_shown_non_inferior_holds_its_arm_and_every_verdict_is_written():
-    # One experiment, two treatment arms (positions 1 and 2). Arm 1: a primary row, tokens
-    # (order 0, decrease, CS [-50, 1500] -> beneficial lower end -1500 > -2000: non-inferior) and
-    # time (order 1, increase-is-bad read as decrease, CS [-1, 3] -> -3 < -2: not shown). Arm 2: a
-    # primary row and an undefined tokens CS (not shown).
-    at = _nights(["binary_proportion", "continuous_mean", "continuous_mean", "binary_proportion", "continuous_mean"],
-                 role=["primary", "guardrail", "guardrail", "primary", "guardrail"],
-                 metric=["success", "tokens", "time_minutes", "success", "tokens"],
-                 sign=[1.0, -1.0, -1.0, 1.0, -1.0], margin=[None, 2000.0, 2.0, None, 2000.0],
-                 guardrail_order=[-1, 0, 1, -1, 0], arm=[1, 1, 1, 2, 2])
-    interval = Interval(np.array([0.01, -50.0, -1.0, 0.02, np.nan]), np.array([0.05, 1500.0, 3.0, 0.06, np.nan]))
-    got = guardrails(at, interval, SimpleNamespace(nights=1, max_arms=3))
-    assert got.held.tolist() == ["held by guardrail time_minutes"] * 3 + ["held by guardrail tokens"] * 2
-    assert got.status[0] == ("tokens: non-inferior (CS lower end -1500.0 in the beneficial direction is above -2000.0); "
-                             "time_minutes: not shown non-inferior (CS lower end -3.0 in the beneficial direction, margin -2.0)")
-    assert got.status[3].startswith("tokens: not shown non-inferior (CS lower end ")
+def test_the_first_guardrail_not_non_inferior_holds_its_arm_a_breach_first_and_every_verdict_is_written():
+    # One experiment, three treatment arms. Arm 1: a primary row, tokens (order 0, decrease, CS
+    # [-50, 1500] below +2000: non-inferior) and time (order 1, decrease, CS [-1, 3] across +2:
+    # not yet shown). Arm 2: a primary row, an undefined tokens CS (not yet shown) and time
+    # wholly above +2 (breached: it holds, and is named, before tokens). Arm 3: tokens with zero
+    # variance in both arms and equal means (no CS, difference 0): non-inferior, adopt free.
+    at = _nights(["binary_proportion", "continuous_mean", "continuous_mean", "binary_proportion", "continuous_mean",
+                  "continuous_mean", "binary_proportion", "continuous_mean"],
+                 role=["primary", "guardrail", "guardrail", "primary", "guardrail", "guardrail", "primary", "guardrail"],
+                 metric=["success", "tokens", "time_minutes", "success", "tokens", "time_minutes", "success", "tokens"],
+                 sign=[1.0, -1.0, -1.0, 1.0, -1.0, -1.0, 1.0, -1.0],
+                 margin=[None, 2000.0, 2.0, None, 2000.0, 2.0, None, 2000.0],
+                 guardrail_order=[-1, 0, 1, -1, 0, 1, -1, 0], arm=[1, 1, 1, 2, 2, 2, 3, 3],
+                 is_primary=[True, False, False, True, False, False, True, False])
+    nan, never = np.nan, np.full(8, -1)
+    low = np.array([0.01, -50.0, -1.0, 0.02, nan, 2.5, 0.03, nan])
+    high = np.array([0.05, 1500.0, 3.0, 0.06, nan, 4.0, 0.07, nan])
+    interval = Interval(low, high, low, high, np.ones(8, dtype=np.int64), never, never)
+    estimate = SimpleNamespace(var_t=np.array([.1, 9e4, 4, .1, 9e4, 4, .1, 0]), var_c=np.array([.1, 9e4, 4, .1, 9e4, 4, .1, 0]),
+                               diff=np.array([.03, 700, 1, .04, 5, 3.2, .05, 0]))
+    got = guardrails(at, interval, estimate, np.full(8, ""), SimpleNamespace(nights=1, max_arms=4))
+    assert got.verdict.tolist() == [None, "non-inferior", "not yet shown", None, "not yet shown", "breached", None,
+                                    "non-inferior"]
+    assert got.held.tolist() == ["held by guardrail time_minutes not yet shown non-inferior: -1 to +3 against a margin of +2",
+                                 "", "", "guardrail time_minutes breached: +2.5 to +4 against a margin of +2", "", "", "", ""]
+    assert got.breached.tolist() == [False, False, False, True, False, False, False, False]
+    assert got.status[0] == ("tokens non-inferior: -50 to +1,500 against a margin of +2,000; "
+                             "time_minutes not yet shown non-inferior: -1 to +3 against a margin of +2")
+    assert got.status[3] == ("tokens not yet shown non-inferior: no interval yet against a margin of +2,000; "
+                             "time_minutes breached: +2.5 to +4 against a margin of +2")
+    assert got.status[6] == "tokens non-inferior: both arms constant and equal"
 
 
 def test_the_plan_is_reached_at_the_expected_verified_share_and_each_arms_ratio():
@@ -268,7 +285,9 @@ def test_the_plan_is_reached_at_the_expected_verified_share_and_each_arms_ratio(
         inputs = build([reg], [continuous("v", "control", NIGHT, n_c, 0.6, 0.04),
                                continuous("v", "treatment", NIGHT, n_t, 0.6, 0.04)], NIGHT, output="last")
         grid = Grid.build(inputs.looks, inputs.segments, inputs.arms, inputs.comparisons.select("experiment_id", "metric"))
-        assert chain(inputs, grid).progress.plan_reached.tolist() == [reached], (n_c, n_t)
+        done = chain(inputs, grid)
+        assert done.progress.plan_reached[done.nights.d == grid.d(pl.Series([NIGHT]))[0]].tolist() == [reached], \
+            (n_c, n_t)
 
 
 def test_burn_in_waits_for_successes_only_where_the_metric_counts_them():
@@ -281,3 +300,65 @@ def test_burn_in_waits_for_successes_only_where_the_metric_counts_them():
     r = row(look([score_reg], [continuous("s", "control", NIGHT, 400, 0.5, 0.04),
                                continuous("s", "treatment", NIGHT, 400, 0.7, 0.04)], NIGHT))
     assert r["decision"] == "adopt" and r["successes_control"] is None
+
+
+def test_the_deciding_interval_is_the_running_intersection_of_the_nightly_cs():
+    # Night 8: 1,150 / 2,000 against 1,000 / 2,000 (+0.075, CS excludes zero: adopt); night 9 adds
+    # 2,000 a side at 930 / 1,000 (cumulative +0.02, tonight's CS includes zero). The rule reads
+    # [max of the lower ends, min of the upper ends] over both looks (each CS from the hand
+    # formulas, binary_cs), the running minimum of the anytime p, and adopt stands.
+    reg = registration("ri", ["control", "treatment"], min_samples_per_arm=10)
+    d8, d9 = DAY0 + dt.timedelta(days=8), DAY0 + dt.timedelta(days=9)
+    figures = [binary("ri", "control", d8, 2000, 1000), binary("ri", "treatment", d8, 2000, 1150),
+               binary("ri", "control", d9, 4000, 2000), binary("ri", "treatment", d9, 4000, 2080)]
+    out = look([reg], figures, d9)
+    lo8, hi8, p8, _ = binary_cs(1150, 2000, 1000, 2000)
+    lo9, hi9, p9, _ = binary_cs(2080, 4000, 2000, 4000)
+    assert lo8 > 0 and lo9 < 0 < hi9 and max(lo8, lo9) < min(hi8, hi9)
+    first, second = row(out, d8), row(out, d9)
+    assert first["decision"] == "adopt" and (first["cs_low"], first["cs_high"]) == (pytest.approx(lo8), pytest.approx(hi8))
+    assert (second["cs_night_low"], second["cs_night_high"]) == (pytest.approx(lo9), pytest.approx(hi9))
+    assert (second["cs_low"], second["cs_high"]) == (pytest.approx(max(lo8, lo9)), pytest.approx(min(hi8, hi9)))
+    assert second["cs_p_value"] == pytest.approx(p9) and second["cs_p_running"] == pytest.approx(min(p8, p9))
+    assert (second["cs_looks"], second["cs_since"]) == (2, d8)
+    assert second["decision"] == "adopt" and second["cs_p_adjusted"] == pytest.approx(min(p8, p9))
+
+
+def test_an_empty_running_intersection_is_invalid_from_its_night_and_sticky():
+    # Night 8: 3,000 / 5,000 against 2,000 / 5,000 (+0.2); night 9 adds 5,000 a side at 0 against
+    # 5,000 (cumulative 3,000 / 10,000 against 7,000 / 10,000, -0.4): the two CS do not meet
+    # (by hand below), no single constant effect fits both looks; invalid from night 9, and
+    # still on night 10 with no new data
+    reg = registration("em", ["control", "treatment"], min_samples_per_arm=10)
+    d8, d9, d10 = (DAY0 + dt.timedelta(days=k) for k in (8, 9, 10))
+    figures = [binary("em", "control", d8, 5000, 2000), binary("em", "treatment", d8, 5000, 3000),
+               binary("em", "control", d9, 10000, 7000), binary("em", "treatment", d9, 10000, 3000)]
+    lo8, _, _, _ = binary_cs(3000, 5000, 2000, 5000)
+    _, hi9, _, _ = binary_cs(3000, 10000, 7000, 10000)
+    assert hi9 < lo8
+    out = look([reg], figures, d10)
+    assert row(out, d8)["decision"] == "adopt"
+    for night in (d9, d10):
+        r = row(out, night)
+        assert r["decision"] == "invalid" and r["invalid_since"] == d9 and r["cs_low"] is None
+        assert r["invalid_reason"] == ("the effect is not constant over time (the running intersection of its "
+                                       "confidence sequences is empty)")
+        assert r["decision_reason"].startswith("invalid since 2026-10-10: the effect is not constant over time")
+
+
+def test_a_guardrail_constant_and_equal_in_both_arms_is_non_inferior_and_adopt_goes_through():
+    # tokens exactly 15,000 in every session of both arms: zero variance, no CS, difference 0,
+    # within any margin: non-inferior (before, "CS lower end NaN" held adopt for ever)
+    guard = '[{"metric": "tokens", "direction": "decrease", "margin": 500.0}]'
+    reg = registration("zv", ["control", "treatment"], guardrails=guard, min_samples_per_arm=10)
+    figures = [binary("zv", "control", NIGHT, 5000, 2500), binary("zv", "treatment", NIGHT, 5000, 2800),
+               continuous("zv", "control", NIGHT, 5000, 15000.0, 0.0, metric="tokens"),
+               continuous("zv", "treatment", NIGHT, 5000, 15000.0, 0.0, metric="tokens")]
+    out = look([reg], figures, NIGHT)
+    p, g = row(out, NIGHT, role="primary"), row(out, NIGHT, role="guardrail")
+    assert g["cs_low"] is None and g["difference"] == 0.0 and g["guardrail_verdict"] == "non-inferior"
+    assert p["decision"] == "adopt" and p["guardrail_status"] == "tokens non-inferior: both arms constant and equal"
+    # constant but unequal arms (15,000 against 15,400): no interval, not shown
+    unequal = figures[:3] + [continuous("zv", "treatment", NIGHT, 5000, 15400.0, 0.0, metric="tokens")]
+    p = row(look([reg], unequal, NIGHT), NIGHT, role="primary")
+    assert p["decision"] == "continue" and p["decision_reason"].startswith("held by guardrail tokens not yet shown")

@@ -23,8 +23,10 @@ def test_an_export_dated_before_2016_is_loaded_and_analysed(pipeline_paths, inst
         assert conservation_gaps(con) == {}
         days = [r[0] for r in con.execute("SELECT DISTINCT CAST(partition_day AS VARCHAR) FROM staged_sessions ORDER BY 1").fetchall()]
         assert days == ["1999-12-31", "2015-06-01", "2015-06-02", "2015-06-03"]
-        n_c, n_t = con.execute(
-            "SELECT n_control, n_treatment FROM experiment_analysis WHERE experiment_id = 'old' AND is_primary "
-            "AND as_of = DATE '2015-06-30'"
+        # its last units came on 2015-06-03: stalled 7 days later, its last look is that night
+        # (no look on every night since), and it says so, with no days-left figure
+        as_of, n_c, n_t, stalled, left = con.execute(
+            "SELECT as_of, n_control, n_treatment, stalled_since, days_to_plan FROM experiment_analysis "
+            "WHERE experiment_id = 'old' AND is_primary ORDER BY as_of DESC LIMIT 1"
         ).fetchone()
-        assert (n_c, n_t) == (40, 40)
+        assert (str(as_of), n_c, n_t, str(stalled), left) == ("2015-06-10", 40, 40, "2015-06-03", None)

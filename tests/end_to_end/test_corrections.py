@@ -164,3 +164,46 @@ def test_moved_removed_and_late_files_give_the_tables_of_a_fresh_load(correction
         history = con.execute(
             "SELECT count(*) FILTER (WHERE superseded_at IS NOT NULL), count(*) FROM landing_manifest").fetchone()
         assert history[0] >= 3 and history[1] > history[0]  # superseded file versions are kept, never deleted
+
+
+def _knowledge(warehouse):
+    """Every record, and each comparison's current one (claim, cited look, interval, digest)."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        records = con.execute("SELECT experiment_id, treatment_arm, sequence, claim, CAST(look_as_of AS VARCHAR), "
+                              "supersedes FROM knowledge_records ORDER BY 1, 2, 3").fetchall()
+        current = con.execute(
+            "SELECT experiment_id, treatment_arm, claim, CAST(look_as_of AS VARCHAR), round(cs_low, 9), round(cs_high, 9), "
+            "evidence_digest FROM knowledge_records QUALIFY sequence = max(sequence) OVER (PARTITION BY experiment_id, "
+            "metric, treatment_arm) ORDER BY 1, 2").fetchall()
+        looks = con.execute("SELECT CAST(as_of AS VARCHAR), decision, round(cs_low, 9), round(cs_high, 9) "
+                            "FROM experiment_analysis WHERE is_primary ORDER BY as_of").fetchall()
+    return records, current, looks
+
+
+def test_a_correction_of_a_cited_look_supersedes_its_knowledge_record_as_a_fresh_load_would(tmp_path, monkeypatch,
+                                                                                                 instance):
+    # 10% against 50% conversion, 60 users an arm a day from 01-02 to 01-11: adopted once burn-in
+    # ends (7 full days after the first assignment, on 01-02 after midnight: the night of 01-09). The correction flips 30
+    # treatment conversions of 01-03 to 0: every look from 01-03 on changes, the cited one too.
+    rng = np.random.default_rng(11)
+    rows = []
+    for i in range(1200):
+        arm = "control" if i % 2 else "treatment"
+        day = 2 + (i // 120)
+        rows.append((f"k{i}", f"2017-01-{day:02d} {int(rng.integers(0, 24)):02d}:{int(rng.integers(0, 60)):02d}:00",
+                     arm, {"control": "old", "treatment": "new"}[arm], int(rng.random() < (0.1 if arm == "control" else 0.5))))
+    flipped = [i for i, r in enumerate(rows) if r[1].startswith("2017-01-03") and r[2] == "treatment" and r[4] == 1][:30]
+    assert len(flipped) == 30
+    corrected = [(*r[:4], 0) if i in flipped else r for i, r in enumerate(rows)]
+    reloaded = _night(tmp_path, "reloaded", [rows, corrected], monkeypatch, instance)
+    fresh = _night(tmp_path, "fresh", [corrected], monkeypatch, instance)
+    (re_records, re_current, re_looks), (fr_records, fr_current, fr_looks) = _knowledge(reloaded), _knowledge(fresh)
+    assert re_looks == fr_looks
+    # the fresh load adopts once, on the first night past burn-in; the reload wrote that record
+    # before the correction, then one superseding it with the corrected evidence
+    assert [(r[2], r[3], r[4]) for r in fr_records] == [(1, "adopt", "2017-01-09")]
+    assert [(r[2], r[3], r[4]) for r in re_records] == [(1, "adopt", "2017-01-09"), (2, "adopt", "2017-01-09")]
+    assert re_records[1][5] is not None and re_current == fr_current
+    first_adopt = next(r for r in fr_looks if r[1] == "adopt")
+    assert (fr_current[0][2], fr_current[0][3], fr_current[0][4], fr_current[0][5]) == ("adopt", *first_adopt[:1],
+                                                                                      *first_adopt[2:])

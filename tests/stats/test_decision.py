@@ -13,6 +13,7 @@ import pytest
 
 from zcl_assets.stats.decision import (
     ADOPT,
+    BREACHED,
     CONTINUE,
     INCONCLUSIVE,
     INVALID,
@@ -118,15 +119,21 @@ def test_rule4_a_guardrail_holds_adopt_and_never_causes_reject():
     assert one(-0.01, 0.2, held="held by guardrail tokens") == (CONTINUE, "collecting: planned sample not reached")
 
 
-def test_a_guardrail_is_non_inferior_when_its_beneficial_lower_end_is_above_minus_its_margin():
-    # increase: lower ends -0.05 and -0.02 against margins 0.1 and 0.01
-    v = guardrail_verdict([-0.05, -0.02], [0.5, 0.3], 1, [0.1, 0.01])
-    assert v.verdict.tolist() == [NON_INFERIOR, NOT_YET_SHOWN] and v.beneficial_low.tolist() == [-0.05, -0.02]
-    # tokens, decrease is good: difference CS [-5, 40] -> beneficial [-40, 5]; margin 30 not shown, 50 shown
-    v = guardrail_verdict(-5.0, 40.0, -1, [30.0, 50.0])
-    assert v.verdict.tolist() == [NOT_YET_SHOWN, NON_INFERIOR] and v.beneficial_low.tolist() == [-40.0, -40.0]
-    # exactly at minus the margin is not above it
+def test_a_guardrail_is_read_against_its_margin_in_its_own_direction():
+    # increase is good: non-inferior when the CS lies above -margin, breached when wholly below
+    # it; CS [-0.05, 0.5] against -0.1: above; [-0.02, 0.3] against -0.01: across; [-0.3, -0.2]
+    # against -0.1: wholly below
+    v = guardrail_verdict([-0.05, -0.02, -0.3], [0.5, 0.3, -0.2], 1, [0.1, 0.01, 0.1])
+    assert v.verdict.tolist() == [NON_INFERIOR, NOT_YET_SHOWN, BREACHED] and v.boundary.tolist() == [-0.1, -0.01, -0.1]
+    # tokens, decrease is good: the difference CS [-5, 40] against +30 (across: not yet shown),
+    # +50 (below: non-inferior), and [35, 40] against +30 (wholly above: breached); no sign flip
+    v = guardrail_verdict([-5.0, -5.0, 35.0], [40.0, 40.0, 40.0], -1, [30.0, 50.0, 30.0])
+    assert v.verdict.tolist() == [NOT_YET_SHOWN, NON_INFERIOR, BREACHED] and v.boundary.tolist() == [30.0, 50.0, 30.0]
+    # exactly at minus the margin is neither above it nor beyond it
     assert guardrail_verdict(-0.1, 0.2, 1, 0.1).verdict.tolist() == NOT_YET_SHOWN
+    assert guardrail_verdict(-0.3, -0.1, 1, 0.1).verdict.tolist() == NOT_YET_SHOWN
+    # zero variance and equal arms: no CS, and the difference is exactly zero: non-inferior
+    assert guardrail_verdict(np.nan, np.nan, -1, 30.0, constant_equal=True).verdict.tolist() == NON_INFERIOR
 
 
 def test_an_undefined_guardrail_interval_is_not_yet_shown():

@@ -65,8 +65,13 @@ def test_meta_degenerate():
     assert np.isnan(res.estimate) and res.k == 1
     res = hksj_random_effects([0.1, np.nan, 0.3], [0.01, 0.02, 0.0])  # NaN and zero variance dropped
     assert res.k == 1 and np.isnan(res.ci_low)
-    same = hksj_random_effects([0.2, 0.2, 0.2], [0.01, 0.02, 0.03])  # identical effects: HKSJ se 0
-    assert same.estimate == pytest.approx(0.2) and np.isnan(same.pvalue) and np.isnan(same.ci_low)
+    # identical effects: the plain HKSJ se is 0 (no interval); floored at q = 1 (Röver, Knapp and
+    # Friede 2015) it is the random-effects one, sqrt(1 / sum w) with w = (100, 50, 33.33):
+    # sqrt(1 / 183.333) = 0.0738549, t(0.975, 2) = 4.302653, half-width 0.317771
+    plain = hksj_random_effects([0.2, 0.2, 0.2], [0.01, 0.02, 0.03], floor_q=False)
+    assert plain.estimate == pytest.approx(0.2) and np.isnan(plain.pvalue) and np.isnan(plain.ci_low)
+    same = hksj_random_effects([0.2, 0.2, 0.2], [0.01, 0.02, 0.03])
+    assert (same.ci_low, same.ci_high) == pytest.approx((0.2 - 0.3177720, 0.2 + 0.3177720), rel=1e-6)
     with pytest.raises(ValueError, match="variances"):
         hksj_random_effects([0.1, 0.2], [0.01, -0.01])
     with pytest.raises(ValueError, match="^method must be 'dl' or 'pm', got 'reml'$"):
@@ -85,12 +90,19 @@ def test_dersimonian_laird_tau2_is_truncated_at_zero():
     # HKSJ variance = Q / ((k - 1) sum w) = 0.0628571 / (2 * 525) = 5.9864e-5
     y = np.array([0.10, 0.12, 0.08])
     v = np.array([0.01, 0.04, 0.0025])
-    res = hksj_random_effects(y, v)
+    res = hksj_random_effects(y, v, floor_q=False)
     assert res.tau2 == 0
     assert res.estimate == pytest.approx(45 / 525, rel=1e-12)
     assert res.q == pytest.approx(0.0628571428571, rel=1e-9)
     half = stats.t.ppf(0.975, 2) * np.sqrt(0.0628571428571 / (2 * 525))
     assert (res.ci_low, res.ci_high) == (pytest.approx(45 / 525 - half, rel=1e-9), pytest.approx(45 / 525 + half, rel=1e-9))
+    # the plain HKSJ variance 5.9864e-5 is below the fixed-effect 1 / 525 = 1.9048e-3: with
+    # max(1, q) = max(1, 0.0314) = 1 the interval is never narrower than that (Röver et al. 2015)
+    floored = hksj_random_effects(y, v)
+    half = stats.t.ppf(0.975, 2) * np.sqrt(1 / 525)
+    assert (floored.ci_low, floored.ci_high) == (pytest.approx(45 / 525 - half, rel=1e-9),
+                                                 pytest.approx(45 / 525 + half, rel=1e-9))
+    assert floored.pvalue == pytest.approx(2 * stats.t.sf((45 / 525) / np.sqrt(1 / 525), 2), rel=1e-9)
 
 
 def test_hksj_with_two_studies_the_fewest_it_takes():

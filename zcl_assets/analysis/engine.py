@@ -13,17 +13,23 @@ typed value:
 
 1. ``quality.rule_one``: rule 1 at every night (stickiness needs the path);
 2. ``estimate.rows``, ``estimate.arm_statistics``, ``estimate.strata``: both arms of every
-   comparison at every output night and stratum, the strata combined into one estimate
-   weighted by their units (a declared allocation change cannot confound it, Simpson);
+   comparison at every night and stratum of the night's epoch (units first assigned after
+   its ``reopened`` event), the strata combined into one estimate weighted by their units (a
+   declared allocation change cannot confound it, Simpson);
 3. ``estimate.descriptive``: the fixed-horizon figures per metric kind (labelled
-   descriptive) and the relative lift;
-4. ``verdict.sequence``: the confidence sequence tuned at registration, Holm over the
-   experiment's primary comparisons, the CS read at each comparison's Holm step;
-5. ``verdict.deciding_interval``: the interval the rule reads;
-6. ``verdict.guardrails``: each guardrail's verdict and the first that holds ``adopt``;
-7. ``verdict.progress``: units, verified share, days to the plan, power, plan reached;
-8. ``verdict.decision``: ``stats.decision.decide`` on the evidence gathered;
-9. ``table.table``: the rows, with each reason in words and the figures behind it.
+   descriptive) and the relative lift on the stratified estimate;
+4. ``verdict.progress``: units, verified share, days to the plan, power, plan reached, stalled;
+5. ``verdict.burn_in_reasons``: rule 2 at every night;
+6. ``verdict.sequence``: tonight's confidence sequence tuned at registration, the running
+   minimum of its anytime p over the post-burn-in looks of the epoch, Holm over it;
+7. ``verdict.deciding_interval``: the interval the rule reads, the running intersection of the
+   confidence sequences read at tonight's Holm step (empty: not constant over time);
+8. ``verdict.guardrails``: each guardrail's verdict and the one that holds ``adopt``;
+9. ``verdict.decision``: ``stats.decision.decide`` on the evidence gathered;
+10. ``table.table``: the rows of the output nights, with each reason in words and the figures behind it.
+
+Every night of every experiment is computed (a decision reads the looks before it), whatever
+``output`` asks for: so the nights a pass writes do not depend on which it writes.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from zcl_assets.analysis.grid import Grid
 from zcl_assets.analysis.quality import Validity, rule_one
 from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS
 from zcl_assets.analysis.table import Look, table
-from zcl_assets.analysis.verdict import deciding_interval, decision, guardrails, progress, sequence
+from zcl_assets.analysis.verdict import burn_in_reasons, deciding_interval, decision, guardrails, progress, sequence
 
 __all__ = ["STAT_COLUMNS", "LookInputs", "analyse", "chain", "validity"]
 
@@ -49,7 +55,10 @@ class LookInputs(NamedTuple):
     Attributes:
         comparisons: one row per experiment, metric, estimand and treatment arm (the design,
             ``design.comparisons``).
-        looks: ``experiment_id, as_of, days_since_first_assignment, status, epoch, output``.
+        looks: ``experiment_id, as_of, days_since_first_assignment, status, epoch,
+            epoch_start, last_unit_day, output`` (``look.nights``: days since the epoch's
+            first assignment, the epoch's start day, the last day a unit was first assigned
+            in the epoch up to the night, null: none).
         arm_stats: cumulative sufficient statistics ``experiment_id, metric, arm, segment,
             day`` + :data:`STAT_COLUMNS` (rows only on days they changed).
         assigned: cumulative units first assigned ``experiment_id, arm, segment, day, units``.
@@ -94,19 +103,20 @@ def chain(inputs: LookInputs, grid: Grid) -> Look:
     stratum_rows = rows(inputs.comparisons, inputs.looks, inputs.segments, grid)
     estimate = strata(stratum_rows, arm_statistics(inputs.arm_stats, grid, stratum_rows))
     at = nights(stratum_rows, estimate)
-    cs = sequence(at, estimate, grid)
-    interval = deciding_interval(at, cs)
-    held = guardrails(at, interval, grid)
     done = progress(at, estimate, valid, inputs.looks, inputs.both_arms, grid)
-    decided = decision(at, estimate, interval, held, done, valid)
+    burn = burn_in_reasons(at, estimate, done.days)
+    cs = sequence(at, estimate, burn, grid)
+    interval = deciding_interval(at, estimate, cs, grid)
+    held = guardrails(at, interval, estimate, burn, grid)
+    decided = decision(at, interval, held, done, valid, burn)
     return Look(at, estimate, descriptive(at, estimate), cs, interval, held, done, valid, decided)
 
 
 def analyse(inputs: LookInputs) -> pl.DataFrame:
     """One pass of the look over every experiment and night in ``inputs.looks``.
 
-    Rule 1 is evaluated at every night (stickiness needs the path); the comparisons are
-    computed at the nights with ``output`` set.
+    Every night is computed (stickiness and the running intersection need the path); the rows
+    of the nights with ``output`` set are returned.
 
     Returns:
         One row per output night, experiment, metric, estimand and treatment arm, with the

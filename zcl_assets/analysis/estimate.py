@@ -6,8 +6,8 @@
 * :func:`strata`: the strata combined into one estimate weighted by their units (so a
   declared allocation change cannot confound it, Simpson), and the arms pooled over them;
 * :func:`nights`: the positions of each comparison at each night (one row of the table);
-* :func:`descriptive`: the fixed-horizon figures per metric kind, the relative lift and the
-  flag where an interval and its test disagree.
+* :func:`descriptive`: the fixed-horizon figures per metric kind, the relative lift on the
+  stratified estimate and the flag where an interval and its test disagree.
 
 Each step takes and returns a small typed value; ``engine.analyse`` chains them.
 """
@@ -52,12 +52,13 @@ class Rows(NamedTuple):
 
 
 def rows(comparisons: pl.DataFrame, looks: pl.DataFrame, segments: pl.DataFrame, grid: Grid) -> Rows:
-    """The rows of the look: every comparison at every output night of its experiment, once
-    per stratum of the experiment (every stratum, of every epoch, enters the estimate)."""
+    """The rows of the look: every comparison at every night of its experiment (the decision
+    at a night reads the looks before it), once per stratum of the night's epoch: only units
+    first assigned in the current epoch (after its ``reopened`` event) enter the estimate."""
     design = comparisons.sort("cid")
-    out_looks = looks.filter(pl.col("output")).select("experiment_id", "as_of")
-    frame = design.select("cid", "experiment_id").join(out_looks, on="experiment_id")
-    frame = frame.join(segments.select("experiment_id", "segment"), on="experiment_id").sort("cid", "as_of", "segment")
+    frame = design.select("cid", "experiment_id").join(looks.select("experiment_id", "as_of", "epoch"), on="experiment_id")
+    frame = frame.join(segments.select("experiment_id", "segment", "epoch"), on=["experiment_id", "epoch"]) \
+        .drop("epoch").sort("cid", "as_of", "segment")
     cid = frame.get_column("cid").to_numpy()
     e = grid.e(frame.get_column("experiment_id"))
     return Rows(
@@ -198,6 +199,9 @@ class Estimate(NamedTuple):
         periods: strata with units in both arms.
         treatment, control: the arms pooled over strata.
         mean_t, var_t, mean_c, var_c: each pooled arm's mean and CS variance by its kind.
+        strat_t, strat_c: each arm's stratified mean, the strata weighted as in ``diff``
+            (``diff = strat_t - strat_c``); the relative lift is read on them.
+        strat_se2_t, strat_se2_c: their squared standard errors (sum of ``w^2 var / n``).
     """
 
     first: np.ndarray
@@ -211,6 +215,10 @@ class Estimate(NamedTuple):
     var_t: np.ndarray
     mean_c: np.ndarray
     var_c: np.ndarray
+    strat_t: np.ndarray
+    strat_c: np.ndarray
+    strat_se2_t: np.ndarray
+    strat_se2_c: np.ndarray
 
 
 def strata(at: Rows, arms: StratumStats) -> Estimate:
@@ -223,14 +231,18 @@ def strata(at: Rows, arms: StratumStats) -> Estimate:
     group = np.repeat(np.arange(first.size), np.diff(np.append(first, at.cid.size)))
     both = (arm_t.n > 0) & (arm_c.n > 0) & np.isfinite(mean_t) & np.isfinite(mean_c)
     with np.errstate(invalid="ignore", divide="ignore"):
-        v = var_t / np.where(arm_t.n > 0, arm_t.n, 1) + var_c / np.where(arm_c.n > 0, arm_c.n, 1)
+        v_t, v_c = var_t / np.where(arm_t.n > 0, arm_t.n, 1), var_c / np.where(arm_c.n > 0, arm_c.n, 1)
+    v = v_t + v_c
     units = arm_t.n + arm_c.n
     w_units = np.where(both, units, 0.0)
     w_total = np.add.reduceat(w_units, first)
     periods = np.add.reduceat(both.astype(float), first)
     with np.errstate(invalid="ignore", divide="ignore"):
         w = np.where(both, w_units / w_total[group], 0.0)
+    strat_t = np.add.reduceat(w * np.where(both, mean_t, 0.0), first)
+    strat_c = np.add.reduceat(w * np.where(both, mean_c, 0.0), first)
     diff = np.add.reduceat(w * np.where(both, mean_t - mean_c, 0.0), first)
+    se2_t, se2_c = (np.add.reduceat(w**2 * np.where(both, x, 0.0), first) for x in (v_t, v_c))
     se2 = np.add.reduceat(w**2 * np.where(both, v, 0.0), first)
     bad_v = np.add.reduceat((both & ~np.isfinite(v)).astype(float), first)
     kinds = at.kinds[first]
@@ -238,8 +250,11 @@ def strata(at: Rows, arms: StratumStats) -> Estimate:
     pooled_c, ratio_pc = _arm_stats(_pool(arms.control, first, group))
     mt, vt = _kind_stats(kinds, pooled_t, ratio_pt)
     mc, vc = _kind_stats(kinds, pooled_c, ratio_pc)
-    return Estimate(first, np.where(periods > 0, diff, np.nan), np.where((periods > 0) & (bad_v == 0), se2, np.nan),
-                    np.add.reduceat(units, first), periods, pooled_t, pooled_c, mt, vt, mc, vc)
+    defined, known = periods > 0, (periods > 0) & (bad_v == 0)
+    return Estimate(first, np.where(defined, diff, np.nan), np.where(known, se2, np.nan),
+                    np.add.reduceat(units, first), periods, pooled_t, pooled_c, mt, vt, mc, vc,
+                    np.where(defined, strat_t, np.nan), np.where(defined, strat_c, np.nan),
+                    np.where(known, se2_t, np.nan), np.where(known, se2_c, np.nan))
 
 
 class Nights(NamedTuple):
@@ -250,6 +265,8 @@ class Nights(NamedTuple):
         as_of: the night.
         e, d: experiment and night positions; treatment, control: arm positions.
         kinds: the metric kind.
+        cid: the comparison (its row of the design), so that running quantities can follow
+            each comparison along its nights.
     """
 
     design: pl.DataFrame
@@ -259,6 +276,7 @@ class Nights(NamedTuple):
     treatment: np.ndarray
     control: np.ndarray
     kinds: np.ndarray
+    cid: np.ndarray
 
     def column(self, name: str) -> np.ndarray:
         """A numeric design column as float64."""
@@ -269,7 +287,7 @@ def nights(at: Rows, estimate: Estimate) -> Nights:
     """The rows of :class:`Rows` that start a comparison and night, with their design."""
     first = estimate.first
     return Nights(at.design.gather(at.cid[first]), at.as_of.gather(first), at.e[first], at.d[first],
-                  at.treatment[first], at.control[first], at.kinds[first])
+                  at.treatment[first], at.control[first], at.kinds[first], at.cid[first])
 
 
 class Figures(NamedTuple):
@@ -278,7 +296,8 @@ class Figures(NamedTuple):
     Attributes:
         described: the test and interval of its metric kind (``metrics.Descriptive``), or
             the stratified normal ones where several strata were combined.
-        lift: the relative lift and its log-scale interval.
+        lift: the relative lift and its log-scale interval, on the stratified estimate (the
+            stratified treatment mean over the stratified control mean, delta method).
         disagree: the interval excludes zero while the exact (or the kind's) test is not
             below 0.05, or the other way round.
     """
@@ -319,9 +338,13 @@ def descriptive(at: Nights, estimate: Estimate) -> Figures:
             target[strat] = value[strat]
         desc.ci_method[strat] = "stratified_normal"
         desc.p_method[strat] = "stratified_normal"
-    # a missing mean leaves the lift undefined; a missing variance (one unit) counts as 0
-    lift = relative_lift(estimate.mean_t, np.nan_to_num(estimate.var_t), estimate.treatment.n, estimate.mean_c,
-                         np.nan_to_num(estimate.var_c), estimate.control.n)
+    # the lift is read on the same (stratified) estimate as the difference: the stratified
+    # treatment mean over the stratified control mean, each mean's squared standard error given
+    # as a variance over one unit (delta method on the log ratio); a missing mean leaves it
+    # undefined, a missing variance (one unit) counts as 0
+    one = np.ones_like(estimate.diff)
+    lift = relative_lift(estimate.strat_t, np.nan_to_num(estimate.strat_se2_t), one, estimate.strat_c,
+                         np.nan_to_num(estimate.strat_se2_c), one)
     excludes = (desc.ci_low > 0) | (desc.ci_high < 0)
     exact_p = np.where(np.isnan(desc.fisher_p), desc.p_value, desc.fisher_p)
     disagree = np.where(np.isnan(exact_p) | np.isnan(desc.ci_low), False, excludes != (exact_p < DESCRIPTIVE_ALPHA))

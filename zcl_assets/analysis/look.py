@@ -26,6 +26,7 @@ from zcl_assets.analysis.engine import STAT_COLUMNS, LookInputs, analyse
 from zcl_assets.analysis.look_state import read_state, update_look_state
 from zcl_assets.analysis.metrics import CATALOGUE, metric_spec
 from zcl_assets.analysis.registration import allocation_changes, decode_arms
+from zcl_assets.stats.decision import STALLED_AFTER_DAYS
 
 UTC = dt.timezone.utc
 TS = pl.Datetime("us", "UTC")
@@ -82,33 +83,67 @@ def strata(events: pl.DataFrame, changes: pl.DataFrame, arms: pl.DataFrame):
     return segments, shares, seg_bounds, epoch_bounds
 
 
+CLOSED = ("completed", "cancelled")
+"""Statuses after which the last look stands: no further looks until a ``reopened`` event."""
+
+
+def new_unit_days(assigned: pl.DataFrame, segments: pl.DataFrame) -> pl.DataFrame:
+    """``experiment_id, epoch, day``: the days on which units were first assigned in each epoch,
+    from the cumulative ``assigned`` frame (``engine.LookInputs.assigned``) and the strata."""
+    grown = assigned.sort("day").with_columns(
+        (pl.col("units") - pl.col("units").shift(1).over("experiment_id", "arm", "segment").fill_null(0)).alias("new"))
+    return grown.filter(pl.col("new") > 0).join(segments, on=["experiment_id", "segment"]).select(
+        "experiment_id", "epoch", pl.col("day").cast(pl.Date)).unique().sort("experiment_id", "epoch", "day")
+
+
+def _calendar(reg: pl.DataFrame, day: dt.date, data_days: pl.DataFrame | None, unit_days: pl.DataFrame) -> pl.DataFrame:
+    """``experiment_id, as_of, tonight_only``: every day from registration (``data_days`` None),
+    or its data days, its registration day, the night each spell without new units reached
+    :data:`~zcl_assets.stats.decision.STALLED_AFTER_DAYS` days, and tonight."""
+    if data_days is None:
+        return reg.with_columns(pl.date_ranges("start", pl.lit(day)).alias("as_of")).explode("as_of").select(
+            "experiment_id", "as_of", pl.lit(False).alias("tonight_only"))
+    units = unit_days.sort("day").with_columns(pl.col("day").shift(-1).over("experiment_id", "epoch").alias("next"))
+    stall = units.with_columns((pl.col("day") + pl.duration(days=STALLED_AFTER_DAYS)).alias("as_of")).filter(
+        pl.col("next").is_null() | (pl.col("next") > pl.col("as_of"))).select("experiment_id", "as_of")
+    seen = pl.concat([reg.select("experiment_id", pl.col("start").alias("as_of")), stall.select("experiment_id", "as_of"),
+                      data_days.select("experiment_id", pl.col("day").cast(pl.Date).alias("as_of"))])
+    days = pl.concat([seen.with_columns(pl.lit(False).alias("tonight_only")),
+                      reg.select("experiment_id", pl.lit(day).alias("as_of"), pl.lit(True).alias("tonight_only"))])
+    days = days.join(reg, on="experiment_id").filter((pl.col("as_of") >= pl.col("start")) & (pl.col("as_of") <= day))
+    return days.group_by("experiment_id", "as_of").agg(pl.col("tonight_only").all())
+
+
 def nights(
     registrations: pl.DataFrame, events: pl.DataFrame, first: pl.DataFrame, as_of: str,
-    data_days: pl.DataFrame | None = None,
+    data_days: pl.DataFrame | None = None, unit_days: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The nights each experiment is looked at, up to ``as_of``.
 
     Every UTC day from its registration day to ``as_of`` (``data_days`` None), or, given
     ``data_days`` (``experiment_id, day``: days on which any of its data changed), those
-    days, its registration day and ``as_of``: a night without new data changes nothing but
-    its date, and an export from years ago is not looked at on every day since.
+    days, its registration day, the night a spell without new units (``unit_days``, from
+    :func:`new_unit_days`) reaches :data:`~zcl_assets.stats.decision.STALLED_AFTER_DAYS`
+    days, and ``as_of`` unless the experiment is stalled then: a night without new data
+    changes nothing but its date, so an export from years ago is looked at on the nights it
+    had data (and the night it stalled), not on every day since. After a ``completed`` or
+    ``cancelled`` event the night of the event is the last look: none follows until a
+    ``reopened`` event.
 
-    Columns: ``experiment_id, as_of, days_since_first_assignment, status, epoch``. The
-    status is the last event before the night's end (``registered`` when none), the epoch
-    the number of ``reopened`` events before it.
+    Columns: ``experiment_id, as_of, days_since_first_assignment, status, epoch, epoch_start,
+    last_unit_day``. The status is the last event before the night's end (``registered`` when
+    none), the epoch the number of ``reopened`` events before it; ``epoch_start`` is the
+    registration time, or the epoch's ``reopened`` event; the days count from the epoch's first
+    assignment (``first``: ``experiment_id, first_assigned_at`` and optionally ``epoch``; without
+    an epoch column the rows are epoch 0's); ``last_unit_day`` is the last day on or before the
+    night on which a unit was first assigned in the epoch (null: none).
     """
     day = dt.date.fromisoformat(as_of)
-    reg = registrations.select("experiment_id", pl.col("registered_at").dt.date().alias("start")).filter(pl.col("start") <= day)
-    if data_days is None:
-        grid = reg.with_columns(pl.date_ranges("start", pl.lit(day)).alias("as_of")).explode("as_of").drop("start")
-    else:
-        days = pl.concat([
-            reg.select("experiment_id", pl.col("start").alias("as_of")),
-            reg.select("experiment_id", pl.lit(day).alias("as_of")),
-            data_days.select("experiment_id", pl.col("day").cast(pl.Date).alias("as_of")),
-        ]).join(reg, on="experiment_id")
-        grid = days.filter((pl.col("as_of") >= pl.col("start")) & (pl.col("as_of") <= day)).select(
-            "experiment_id", "as_of").unique()
+    reg = registrations.select("experiment_id", pl.col("registered_at").cast(TS).alias("registered_at"),
+                               pl.col("registered_at").dt.date().alias("start")).filter(pl.col("start") <= day)
+    unit_days = unit_days if unit_days is not None else pl.DataFrame(
+        schema={"experiment_id": pl.String, "epoch": pl.Int64, "day": pl.Date})
+    grid = _calendar(reg, day, data_days, unit_days)
     grid = grid.with_columns((pl.col("as_of").cast(pl.Datetime("us")).dt.replace_time_zone("UTC") + pl.duration(days=1))
                              .alias("look_end"))
     ev = events.select("experiment_id", "status", pl.col("at").cast(TS)).sort("at")
@@ -119,14 +154,25 @@ def nights(
         pl.int_range(1, pl.len() + 1).over("experiment_id").alias("epoch")).select("experiment_id", "at", "epoch")
     grid = grid.sort("look_end").join_asof(reopens, left_on="look_end", right_on="at", by="experiment_id",
                                            strategy="backward", allow_exact_matches=False, check_sortedness=False)
-    grid = grid.join(first.select("experiment_id", pl.col("first_assigned_at").cast(TS)), on="experiment_id", how="left")
+    grid = grid.join(reg.select("experiment_id", "registered_at"), on="experiment_id").with_columns(
+        pl.col("epoch").fill_null(0).cast(pl.Int64), pl.coalesce("at", "registered_at").alias("epoch_start"))
+    firsts = first.select("experiment_id", pl.col("epoch").cast(pl.Int64) if "epoch" in first.columns
+                          else pl.lit(0, dtype=pl.Int64).alias("epoch"), pl.col("first_assigned_at").cast(TS))
+    grid = grid.join(firsts, on=["experiment_id", "epoch"], how="left")
+    grid = grid.sort("as_of").join_asof(unit_days.select("experiment_id", "epoch", pl.col("day").alias("last_unit_day"))
+                                        .sort("last_unit_day"), left_on="as_of", right_on="last_unit_day",
+                                        by=["experiment_id", "epoch"], strategy="backward", check_sortedness=False)
+    stalled = (pl.col("as_of") - pl.col("last_unit_day")).dt.total_days() >= STALLED_AFTER_DAYS
+    closed = pl.col("status").is_in(CLOSED)
+    grid = grid.sort("experiment_id", "as_of").filter(
+        ~(pl.col("tonight_only") & stalled.fill_null(False))
+        & ~(closed & closed.shift(1).over("experiment_id").fill_null(False)))
     return grid.select(
         "experiment_id", "as_of",
         pl.when(pl.col("first_assigned_at") < pl.col("look_end"))
         .then((pl.col("look_end") - pl.col("first_assigned_at")).dt.total_seconds() / 86400.0)
         .alias("days_since_first_assignment"),
-        pl.col("status").fill_null("registered"),
-        pl.col("epoch").fill_null(0).cast(pl.Int64),
+        pl.col("status").fill_null("registered"), "epoch", pl.col("epoch_start").dt.date(), "last_unit_day",
     ).sort("experiment_id", "as_of")
 
 
@@ -213,7 +259,8 @@ def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = F
         violations.select("experiment_id", "day"),
         events.select("experiment_id", pl.col("at").dt.date().alias("day")),
     ])
-    looks = nights(registrations.with_columns(pl.col("registered_at").cast(TS)), events, first, as_of, data_days)
+    looks = nights(registrations.with_columns(pl.col("registered_at").cast(TS)), events, first, as_of, data_days,
+                   new_unit_days(assigned, segments))
     day = dt.date.fromisoformat(as_of)
     looks = looks.with_columns((pl.col("as_of") == day if only_night else pl.lit(True)).alias("output"))
     return LookInputs(
@@ -241,12 +288,14 @@ def take_look(con: duckdb.DuckDBPyConnection, as_of: str, fresh: bool = False) -
 
 
 def nights_to_write(looks: pl.DataFrame, dirty: pl.DataFrame, as_of: str, everything: bool = False) -> pl.DataFrame:
-    """``experiment_id, as_of`` of the nights a pass writes: tonight for every experiment, and
-    for each dirty experiment every night on and after its ``from_day`` (all of them with
-    ``everything``, e.g. a table just recreated). The other nights' inputs did not change."""
+    """``experiment_id, as_of`` of the nights a pass writes: each experiment's latest night up to
+    ``as_of`` (tonight, or the night it stalled or closed), and for each dirty experiment every
+    night on and after its ``from_day`` (all of them with ``everything``, e.g. a table just
+    recreated). The other nights' inputs did not change."""
     nights = looks.select("experiment_id", "as_of").unique()
     if everything:
         return nights.sort("experiment_id", "as_of")
-    tonight = nights.filter(pl.col("as_of") == dt.date.fromisoformat(as_of))
+    latest = nights.filter(pl.col("as_of") <= dt.date.fromisoformat(as_of)).group_by("experiment_id").agg(
+        pl.col("as_of").max())
     changed = nights.join(dirty, on="experiment_id").filter(pl.col("as_of") >= pl.col("from_day")).drop("from_day")
-    return pl.concat([tonight, changed]).unique().sort("experiment_id", "as_of")
+    return pl.concat([latest.select("experiment_id", "as_of"), changed]).unique().sort("experiment_id", "as_of")

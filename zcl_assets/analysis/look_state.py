@@ -39,7 +39,7 @@ STATE_TABLES: dict[str, str] = {
     "look_control_digests": "experiment_id VARCHAR, epoch BIGINT, context_digest VARCHAR, day DATE",
     "look_mixed_users": "experiment_id VARCHAR, user_id VARCHAR, day DATE",
     "look_violation_days": "experiment_id VARCHAR, day DATE, bad BIGINT, total BIGINT",
-    "look_first_assignments": "experiment_id VARCHAR, first_assigned_at TIMESTAMPTZ",
+    "look_first_assignments": "experiment_id VARCHAR, epoch BIGINT, first_assigned_at TIMESTAMPTZ",
     "look_state_frames": "experiment_id VARCHAR, digest VARCHAR",
 }
 """Every table of the state and its columns."""
@@ -63,10 +63,21 @@ _SQL = AGGREGATES
 
 
 def ensure_state(con: duckdb.DuckDBPyConnection, temp: bool = False) -> None:
-    """Create the state's tables that are missing; with ``temp``, empty temp tables of the same
-    names, which hide the stored ones on this connection (a fresh build beside the stored one)."""
+    """Create the state's tables that are missing, and again those stored with other columns (an
+    older version's: the state is derived, and a change of its SQL rebuilds it in full); with
+    ``temp``, empty temp tables of the same names, which hide the stored ones on this connection
+    (a fresh build beside the stored one)."""
     for table, columns in STATE_TABLES.items():
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({columns})" if temp else f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
+        if temp:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({columns})")
+            continue
+        stored = [r[0] for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ? AND table_schema = 'main' "
+            "ORDER BY ordinal_position", [table]).fetchall()]
+        wanted = [c.strip().split(" ")[0] for c in columns.split(",")]
+        if stored and stored != wanted:
+            con.execute(f"DROP TABLE {table}")
+        con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
 
 
 def update_look_state(con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataFrame], fresh: bool = False) -> pl.DataFrame:
@@ -144,7 +155,7 @@ def _replace_from_day(con: duckdb.DuckDBPyConnection, params: dict) -> None:
 def _replace_first_assignments(con: duckdb.DuckDBPyConnection, params: dict) -> None:
     con.execute(f"CREATE OR REPLACE TEMP TABLE first_assignments AS {load_sql('aggregate_first_assignments')}", params)
     con.execute("DELETE FROM look_first_assignments WHERE experiment_id IN (SELECT experiment_id FROM dirty)")
-    con.execute("INSERT INTO look_first_assignments SELECT * FROM first_assignments")
+    con.execute("INSERT INTO look_first_assignments BY NAME SELECT * FROM first_assignments")
 
 
 def _frame_digests(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:

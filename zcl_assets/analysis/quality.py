@@ -1,7 +1,8 @@
 """Rule 1 of the decision, for every experiment at every night at once: is the data trustworthy?
 
 * **SRM** on units assigned (Lindon and Malek 2022), every arm of the experiment in one
-  test, prior tuned at the planned total sample (``stats.srm.tuned_concentration``), per
+  test, prior tuned at the planned total sample within bounds (``stats.srm.srm_tuning_units``,
+  ``stats.srm.tuned_concentration``), per
   stratum with its declared shares (a declared allocation change starts a stratum, so an
   undeclared change is a mismatch), read at ``stats.srm.SRM_ALPHA``. When no allocation was
   declared, the constancy test of ``stats.srm.srm_constancy`` instead. The chi-square test
@@ -32,6 +33,7 @@ import numpy as np
 import polars as pl
 
 from zcl_assets.analysis.grid import Grid
+from zcl_assets.analysis.wording import figure, figures
 from zcl_assets.stats.epochs import running_pvalue
 from zcl_assets.stats.monitoring import VIOLATION_THRESHOLD, rate_exceeds
 from zcl_assets.stats.srm import (
@@ -40,6 +42,7 @@ from zcl_assets.stats.srm import (
     srm_chisquare,
     srm_constancy,
     srm_sequential,
+    srm_tuning_units,
     tuned_concentration,
 )
 
@@ -57,7 +60,7 @@ class Validity(NamedTuple):
     invalid: np.ndarray
     invalid_since: np.ndarray  # night position, -1 when valid
     ever: dict[str, np.ndarray]  # per signal: fired at some night of the epoch so far
-    assigned: np.ndarray  # [E, D, K] units assigned per arm, every stratum
+    assigned: np.ndarray  # [E, D, K] units assigned per arm, every stratum of the night's epoch
 
 
 class _Design(NamedTuple):
@@ -94,7 +97,8 @@ def _design(grid: Grid, shares: pl.DataFrame, experiments: pl.DataFrame) -> _Des
     check_v = np.zeros(n_exp, dtype=bool)
     check_v[e_of] = exp.get_column("check_verified").to_numpy()
     conc = np.full(n_exp, DEFAULT_PRIOR_CONCENTRATION)
-    conc[e_of] = np.asarray(tuned_concentration(exp.get_column("srm_n_star").to_numpy(), SRM_ALPHA), dtype=float).reshape(-1)
+    n_star = srm_tuning_units(exp.get_column("srm_n_star").to_numpy())
+    conc[e_of] = np.asarray(tuned_concentration(n_star, SRM_ALPHA), dtype=float).reshape(-1)
     in_epoch = (grid.segment_epoch[:, None, :] == grid.epoch[:, :, None]) & (grid.epoch[:, :, None] >= 0)
     arms = np.arange(grid.max_arms)[None, :] < grid.n_arms[:, None]
     return _Design(theta, arms, known, check_v, conc, in_epoch)
@@ -221,8 +225,9 @@ def rule_one(
     invalid = grid.within_epoch(np.maximum, fires.astype(float), 0.0) > 0  # pragma: no mutate
     first = grid.within_epoch(np.fmin, np.where(fires, np.arange(n_nights)[None, :], np.inf), np.inf)
     since = np.where(invalid, first, -1).astype(np.int64)
+    in_epoch = np.where(design.in_epoch[..., None], x, 0.0).sum(axis=2)  # the units of the night's epoch
     return Validity(srm_p, srm_chi, fired["srm"], imbalance_p, viol_share, viol_p, drifted, invalid, since, ever,
-                    x.sum(axis=2))
+                    in_epoch)
 
 
 def reasons(valid: Validity, e: np.ndarray, d: np.ndarray) -> list[str | None]:
@@ -233,18 +238,18 @@ def reasons(valid: Validity, e: np.ndarray, d: np.ndarray) -> list[str | None]:
     vio = valid.ever["violations"][e, d]
     frame = pl.DataFrame({
         "srm": srm, "imb": imb, "dri": dri, "vio": vio,
-        "srm_p": valid.srm_sequential_p[e, d], "imb_p": valid.imbalance_p[e, d],
-        "vio_share": valid.violation_share[e, d], "vio_p": valid.violation_p[e, d],
-    })
+        "srm_p": figures(valid.srm_sequential_p[e, d]).tolist(), "imb_p": figures(valid.imbalance_p[e, d]).tolist(),
+        "vio_share": figures(valid.violation_share[e, d] * 100, 3).tolist(),
+        "vio_p": figures(valid.violation_p[e, d]).tolist(),
+    }, schema_overrides={c: pl.String for c in ("srm_p", "imb_p", "vio_share", "vio_p")})
+    level, threshold = figure(SRM_ALPHA), figure(VIOLATION_THRESHOLD * 100)
     parts = frame.select(pl.concat_str(
-        pl.when(pl.col("srm")).then(pl.format("sequential SRM fired (p = {} < {})", pl.col("srm_p").round_sig_figs(3),
-                                      pl.lit(SRM_ALPHA))),
-        pl.when(pl.col("imb")).then(pl.format("verified outcomes imbalanced between arms (p = {} < {})",
-                                      pl.col("imb_p").round_sig_figs(3), pl.lit(SRM_ALPHA))),
+        pl.when(pl.col("srm")).then(pl.format("sequential SRM fired (p = {} < {})", "srm_p", pl.lit(level))),
+        pl.when(pl.col("imb")).then(pl.format("verified outcomes imbalanced between arms (p = {} < {})", "imb_p",
+                                              pl.lit(level))),
         pl.when(pl.col("dri")).then(pl.lit("the control arm's context digest drifted")),
         pl.when(pl.col("vio")).then(pl.format("contract violations exceed {}% of its rows ({}% quarantined or excluded, p = {})",
-                                      pl.lit(round(VIOLATION_THRESHOLD * 100)), (pl.col("vio_share") * 100).round(1),
-                                      pl.col("vio_p").round_sig_figs(3))),
+                                              pl.lit(threshold), "vio_share", "vio_p")),
         separator="; ", ignore_nulls=True,
     )).to_series()
     return parts.to_list()

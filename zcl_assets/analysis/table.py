@@ -18,7 +18,8 @@ from zcl_assets.analysis.grid import Grid
 from zcl_assets.analysis.quality import Validity
 from zcl_assets.analysis.quality import reasons as invalid_reasons
 from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS
-from zcl_assets.analysis.verdict import Guardrails, Interval, Progress, Sequence
+from zcl_assets.analysis.verdict import NOT_CONSTANT, Guardrails, Interval, Progress, Sequence
+from zcl_assets.analysis.wording import figure_column, truncated
 from zcl_assets.stats.decision import Decision
 
 
@@ -36,23 +37,41 @@ class Look(NamedTuple):
     decision: Decision
 
 
-def _since(look: Look, grid: Grid) -> list:
-    """The night rule 1 first fired in the epoch, as a date (None where valid)."""
-    since = look.validity.invalid_since[look.nights.e, look.nights.d]
-    if not (since >= 0).any():
-        return [None] * since.size
+def _dates(positions: np.ndarray, grid: Grid) -> list:
+    """Night positions as dates (None where the position is negative)."""
+    if not (positions >= 0).any():
+        return [None] * positions.size
     base = np.datetime64(grid.day0, "D")
-    dates = pl.Series((base + since.astype("timedelta64[D]")).astype("datetime64[D]")).to_list()
-    return [s if f >= 0 else None for s, f in zip(dates, since)]
+    dates = pl.Series((base + np.maximum(positions, 0).astype("timedelta64[D]")).astype("datetime64[D]")).to_list()
+    return [s if f >= 0 else None for s, f in zip(dates, positions)]
+
+
+def _invalid(look: Look) -> tuple[np.ndarray, list]:
+    """The night rule 1 first fired in the epoch (position, -1 where valid) and its words: the
+    signals of ``quality.rule_one``, else an empty running intersection (of the comparison or of
+    one of its guardrails)."""
+    at, valid, interval, held = look.nights, look.validity, look.interval, look.guardrails
+    since = valid.invalid_since[at.e, at.d]
+    words = invalid_reasons(valid, at.e, at.d)
+    own = np.where(interval.empty_since >= 0, interval.empty_since, -1)
+    guard = held.empty_since
+    empty = np.where((own >= 0) & ((guard < 0) | (own <= guard)), own, guard)
+    empty_words = [f"{NOT_CONSTANT} (the running intersection of its confidence sequences is empty)" if own[i] >= 0
+                   else f"{NOT_CONSTANT} (the running intersection of a guardrail's confidence sequences is empty)"
+                   for i in range(since.size)] if (empty >= 0).any() else [None] * since.size
+    out_words = [w if s >= 0 else (empty_words[i] if empty[i] >= 0 else None)
+                 for i, (w, s) in enumerate(zip(words, since))]
+    return np.where(since >= 0, since, empty), out_words
 
 
 def _columns(look: Look, grid: Grid) -> list[pl.Series]:
     """The figures of every row, by column name (the design columns come with the rows)."""
     at, est, fig, seq, prog, valid, dec = (look.nights, look.estimate, look.figures, look.sequence, look.progress,
                                            look.validity, look.decision)
-    desc, lift, e, d = fig.described, fig.lift, at.e, at.d
+    desc, lift, e, d, interval = fig.described, fig.lift, at.e, at.d, look.interval
     counts = at.design.get_column("counts_successes").to_numpy()
     primary_only = np.where(at.design.get_column("is_primary").to_numpy(), dec.label, None)
+    invalid_since, invalid_words = _invalid(look)
     return [
         at.as_of.alias("as_of"), pl.Series("days_since_first_assignment", prog.days),
         pl.Series("difference", est.diff), pl.Series("periods", est.periods.astype(np.int64)),
@@ -69,13 +88,18 @@ def _columns(look: Look, grid: Grid) -> list[pl.Series]:
         pl.Series("interval_test_disagree", fig.disagree),
         pl.Series("relative_lift", np.asarray(lift.lift, float)),
         pl.Series("lift_ci_low", np.asarray(lift.ci_low, float)), pl.Series("lift_ci_high", np.asarray(lift.ci_high, float)),
-        pl.Series("cs_low", look.interval.low), pl.Series("cs_high", look.interval.high), pl.Series("cs_level", seq.level),
-        pl.Series("cs_p_value", seq.pvalue), pl.Series("cs_p_adjusted", seq.adjusted),
-        pl.Series("family_size", seq.family_size),
+        pl.Series("cs_low", interval.low), pl.Series("cs_high", interval.high),
+        pl.Series("cs_night_low", interval.night_low), pl.Series("cs_night_high", interval.night_high),
+        pl.Series("cs_looks", interval.looks), pl.Series("cs_since", _dates(interval.since, grid), dtype=pl.Date),
+        pl.Series("cs_level", seq.level), pl.Series("cs_p_value", seq.pvalue), pl.Series("cs_p_running", seq.running),
+        pl.Series("cs_p_adjusted", seq.adjusted), pl.Series("family_size", seq.family_size),
+        pl.Series("epoch", grid.epoch[e, d]),
+        pl.Series("guardrail_verdict", look.guardrails.verdict.tolist(), dtype=pl.String),
         pl.Series("srm_units_control", prog.assigned_c), pl.Series("srm_units_treatment", prog.assigned_t),
         pl.Series("verified_share", prog.verified_share), pl.Series("information_fraction", prog.information),
         pl.Series("users_in_both_arms", prog.users_in_both),
         pl.Series("days_to_plan", prog.days_to_plan), pl.Series("power_at_mde", prog.power),
+        pl.Series("stalled_since", _dates(prog.stalled_since, grid), dtype=pl.Date),
         pl.Series("srm_sequential_p", valid.srm_sequential_p[e, d]),
         pl.Series("srm_chisquare_p", valid.srm_chisquare_p[e, d]),
         pl.Series("srm_fired", valid.ever["srm"][e, d]),
@@ -83,8 +107,8 @@ def _columns(look: Look, grid: Grid) -> list[pl.Series]:
         pl.Series("contract_violation_share", valid.violation_share[e, d]),
         pl.Series("contract_violation_p", valid.violation_p[e, d]),
         pl.Series("baseline_drift", valid.ever["drift"][e, d]),
-        pl.Series("invalid_since", _since(look, grid), dtype=pl.Date),
-        pl.Series("invalid_reason", invalid_reasons(valid, e, d), dtype=pl.String),
+        pl.Series("invalid_since", _dates(invalid_since, grid), dtype=pl.Date),
+        pl.Series("invalid_reason", invalid_words, dtype=pl.String),
         pl.Series("decision", primary_only.tolist(), dtype=pl.String),
         pl.Series("base_reason", dec.reason.tolist(), dtype=pl.String),
         pl.Series("decision_rule", dec.rule.astype(np.int64)),
@@ -93,47 +117,66 @@ def _columns(look: Look, grid: Grid) -> list[pl.Series]:
 
 
 def table(look: Look, looks: pl.DataFrame, grid: Grid) -> pl.DataFrame:
-    """The :data:`EXPERIMENT_ANALYSIS` rows of the look (all but ``analysed_at``), ordered by
-    comparison (experiment, role, metric, kind, arm) and night; ``looks`` gives each night's
-    status (``engine.LookInputs.looks``)."""
+    """The :data:`EXPERIMENT_ANALYSIS` rows of the look's output nights (all columns but
+    ``analysed_at``), ordered by comparison (experiment, role, metric, kind, arm) and night;
+    ``looks`` gives each night's status, epoch start and whether it is output
+    (``engine.LookInputs.looks``)."""
     schema = EXPERIMENT_ANALYSIS.polars
     at = look.nights
     frame = at.design.with_columns(_columns(look, grid))
-    out_looks = looks.filter(pl.col("output")).select("experiment_id", "as_of", "status")
     look_row = np.full(grid.shape, -1, dtype=np.int64)
-    look_row[grid.e(out_looks.get_column("experiment_id")), grid.d(out_looks.get_column("as_of"))] = \
-        np.arange(out_looks.height)
-    frame = frame.with_columns(out_looks.get_column("status").gather(look_row[at.e, at.d])).fill_nan(None)
+    look_row[grid.e(looks.get_column("experiment_id")), grid.d(looks.get_column("as_of"))] = np.arange(looks.height)
+    gathered = looks.select("status", pl.col("epoch_start").cast(pl.Date), "output").gather(look_row[at.e, at.d])
+    frame = frame.with_columns(gathered).filter(pl.col("output")).drop("output").fill_nan(None)
     frame = frame.with_columns(
         reasons(frame),
         *[pl.when(pl.col("is_primary")).then(pl.col(c)).alias(c)
-          for c in ("decision_rule", "guardrail_status", "invalid_since", "power_at_mde")],
+          for c in ("decision_rule", "guardrail_status", "invalid_since", "invalid_reason", "power_at_mde")],
     )
     srm_test = pl.when(pl.col("allocation") == "unknown").then(pl.lit("constancy (allocation unknown)")) \
         .otherwise(pl.lit("known allocation (Lindon-Malek)"))
     return frame.with_columns(srm_test.alias("srm_test")).select(list(schema)).cast(schema, strict=False).fill_nan(None)
 
 
-def _fmt(expr: pl.Expr, digits: int = 3) -> pl.Expr:
-    return expr.round_sig_figs(digits).cast(pl.String).fill_null("undefined")
+def _text(frame: pl.DataFrame) -> pl.DataFrame:
+    """The figures the reasons print, as strings to their significant digits (``wording.figures``)."""
+    def col(name):
+        return frame.get_column(name).cast(pl.Float64).fill_null(np.nan).to_numpy()
+
+    return pl.DataFrame([
+        figure_column((1 - col("cs_level")) * 100, "t_level", 4),
+        figure_column(col("cs_low"), "t_low", 4), figure_column(col("cs_high"), "t_high", 4),
+        figure_column(col("cs_night_low"), "t_night_low", 4), figure_column(col("cs_night_high"), "t_night_high", 4),
+        figure_column(col("cs_p_adjusted"), "t_padj"), figure_column(col("alpha_share"), "t_share"),
+        figure_column(col("mde"), "t_mde"),
+        figure_column(truncated(col("days_since_first_assignment")), "t_days", 3),
+        figure_column(col("n_control"), "t_n_c", 12), figure_column(col("n_treatment"), "t_n_t", 12),
+        figure_column(np.floor(col("information_fraction") * 100), "t_info", 12),
+    ])
 
 
 def _templates() -> dict[int, pl.Expr]:
     """The reasons' templates (words with figures), by number."""
-    level_pct = ((1 - pl.col("cs_level")) * 100).round(2).cast(pl.String)
-    cs = pl.format("the {}% confidence sequence [{}, {}]", level_pct, _fmt(pl.col("cs_low"), 4), _fmt(pl.col("cs_high"), 4))
-    padj = pl.format("Holm-adjusted anytime-valid p = {} against alpha share {}", _fmt(pl.col("cs_p_adjusted")),
-                     _fmt(pl.col("alpha_share")))
-    collecting = pl.format(
-        "collecting{}: {}% of the planned sample{}",
+    looks = pl.when(pl.col("cs_looks") == 1).then(pl.lit("1 look")).otherwise(
+        pl.format("{} looks", pl.col("cs_looks").cast(pl.String)))
+    cs = pl.format("the {}% confidence sequence [{}, {}] (intersected over {} since {}; tonight's alone [{}, {}])",
+                   "t_level", "t_low", "t_high", looks, pl.col("cs_since").cast(pl.String), "t_night_low",
+                   "t_night_high")
+    padj = pl.format("Holm-adjusted running anytime-valid p = {} against alpha share {}", "t_padj", "t_share")
+    plan = pl.format("{}% of the planned sample", "t_info")
+    collecting = pl.when(pl.col("stalled_since").is_not_null()).then(
+        pl.format("stalled: no new units since {}; {}", pl.col("stalled_since").cast(pl.String), plan)
+    ).otherwise(pl.format(
+        "collecting{}: {}{}",
         pl.when(pl.col("plan_reachable")).then(pl.lit(""))
         .otherwise(pl.lit(" (the planned sample is unreachable, so only adopt or reject can end it)")),
-        (pl.col("information_fraction") * 100).round(0).cast(pl.Int64).cast(pl.String).fill_null("0"),
+        plan,
         pl.when(pl.col("days_to_plan").is_not_null())
         .then(pl.format(", about {} more days at the current traffic", pl.col("days_to_plan").cast(pl.Int64)))
         .otherwise(pl.lit("")),
-    )
-    mde = _fmt(pl.col("mde"))
+    ))
+    assigned = pl.when(pl.col("days_since_first_assignment").is_null()).then(pl.lit("no unit assigned yet")).otherwise(
+        pl.format("{} days since the first assignment", "t_days"))
     return {
         1: pl.col("base_reason"),
         2: pl.format("invalid since {}: {} (sticky until a reopened event)", pl.col("invalid_since").cast(pl.String),
@@ -142,13 +185,11 @@ def _templates() -> dict[int, pl.Expr]:
         4: pl.format("{} lies entirely on the beneficial side of zero ({}){}", cs, padj,
                      pl.when(pl.col("guardrail_status").is_not_null())
                      .then(pl.format("; guardrails: {}", pl.col("guardrail_status"))).otherwise(pl.lit(""))),
-        5: pl.format("{} is on the beneficial side of zero ({}), but adopt is {}: {}", cs, padj, pl.col("base_reason"),
-                     pl.col("guardrail_status")),
-        6: pl.format("planned sample reached; {} lies inside (-MDE, +MDE) = (-{}, {})", cs, mde, mde),
-        7: pl.format("planned sample reached; {} neither excludes zero nor lies inside (-{}, {})", cs, mde, mde),
-        8: pl.format("{} (units {} / {}; {} days since the first assignment)", pl.col("base_reason"),
-                     pl.col("n_control").cast(pl.Int64), pl.col("n_treatment").cast(pl.Int64),
-                     pl.col("days_since_first_assignment").round(1).cast(pl.String).fill_null("no assignment yet")),
+        5: pl.format("{}; {} lies on the beneficial side of zero ({}), and adopt needs every guardrail non-inferior",
+                     pl.col("base_reason"), cs, padj),
+        6: pl.format("planned sample reached; {} lies inside (-MDE, +MDE) = (-{}, {})", cs, "t_mde", "t_mde"),
+        7: pl.format("planned sample reached; {} neither excludes zero nor lies inside (-{}, {})", cs, "t_mde", "t_mde"),
+        8: pl.format("{} ({})", pl.col("base_reason"), assigned),
         9: pl.format("{}; {} includes zero", collecting, cs),
     }
 
@@ -169,18 +210,25 @@ def _template_of() -> pl.Expr:
     )
 
 
+def _rests_on() -> pl.Expr:
+    """What every decision rests on: its epoch and units."""
+    return pl.format("; rests on epoch {} (from {}): {} control and {} treatment units", pl.col("epoch").cast(pl.String),
+                     pl.col("epoch_start").cast(pl.String), "t_n_c", "t_n_t")
+
+
 def reasons(frame: pl.DataFrame) -> pl.Series:
     """The decision's reason in words, with the figures behind it, for every primary row."""
-    needed = ["base_reason", "invalid_since", "invalid_reason", "cs_level", "cs_low", "cs_high", "cs_p_adjusted",
-              "alpha_share", "guardrail_status", "mde", "n_control", "n_treatment", "days_since_first_assignment",
-              "plan_reachable", "information_fraction", "days_to_plan", "is_primary", "decision_rule",
-              "registration_refused", "decision"]
-    keyed = frame.select(needed).with_columns(_template_of().alias("_template"), pl.int_range(pl.len()).alias("_row"))
+    needed = ["base_reason", "invalid_since", "invalid_reason", "cs_looks", "cs_since", "guardrail_status",
+              "days_since_first_assignment", "plan_reachable", "days_to_plan", "stalled_since", "is_primary",
+              "decision_rule", "registration_refused", "decision", "epoch", "epoch_start"]
+    keyed = pl.concat([frame.select(needed), _text(frame)], how="horizontal").with_columns(
+        _template_of().alias("_template"), pl.int_range(pl.len()).alias("_row"))
     parts = [pl.DataFrame(schema={"_row": pl.Int64, "reason": pl.String})]
     for key, template in _templates().items():
         sub = keyed.filter(pl.col("_template") == key)
         if sub.height:
-            parts.append(sub.select(pl.col("_row").cast(pl.Int64), template.alias("reason")))
+            tail = pl.lit("") if key == 1 else _rests_on()
+            parts.append(sub.select(pl.col("_row").cast(pl.Int64), pl.concat_str(template, tail).alias("reason")))
     out = pl.DataFrame({"_row": pl.int_range(frame.height, eager=True).cast(pl.Int64)}).join(
         pl.concat(parts), on="_row", how="left", maintain_order="left")
     return out.get_column("reason").alias("decision_reason")

@@ -71,18 +71,23 @@ def gain_tables(arms: pl.DataFrame, alpha: float = 0.05) -> tuple[pl.DataFrame, 
     return tasks, pool_tables(tasks, alpha=alpha)
 
 
-def pool_tables(tasks: pl.DataFrame, alpha: float = 0.05) -> pl.DataFrame:
-    """The pooled rows (:data:`POOLED_SCHEMA`) of per-task gains: one per organization and metric."""
+def pool_tables(tasks: pl.DataFrame, alpha: float = 0.05, decisions: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The pooled rows (:data:`POOLED_SCHEMA`) of per-task gains: one per organization and metric;
+    ``decisions`` (``experiment_id, decision``: each experiment's latest primary decision) gate
+    the claim (``gain.claim``); without it every pooled experiment counts as undecided."""
+    decided = dict(decisions.iter_rows()) if decisions is not None and decisions.height else {}
     pooled = []
     for (org, metric), group in tasks.group_by(["org_id", "metric"], maintain_order=True):
         ready = group.filter(pl.col("status") == "pooled")
         p = pool_gains(ready["gain"].to_list(), ready["variance"].to_list(), ready["task_type"].to_list(),
-                       waiting=group.filter(pl.col("status") == "collecting").height, alpha=alpha)
+                       waiting=group.filter(pl.col("status") == "collecting").height, alpha=alpha,
+                       decisions=[decided.get(e) for e in ready["experiment_id"].to_list()])
         pooled.append({
             "org_id": org, "metric": metric, "tasks": p.tasks, "task_types": p.task_types,
             "tasks_collecting": group.filter(pl.col("status") == "collecting").height,
             "estimate": p.estimate, "ci_low": p.ci_low, "ci_high": p.ci_high,
-            "ci_method": "random effects (DerSimonian-Laird), HKSJ", "tau2": p.tau2, "pvalue": p.pvalue,
+            "ci_method": "random effects (DerSimonian-Laird), HKSJ with max(1, q), descriptive", "tau2": p.tau2,
+            "pvalue": p.pvalue,
             "claim_level": p.claim_level, "reason": p.reason,
         })
     return pl.DataFrame(pooled, schema=POOLED_SCHEMA, orient="row") if pooled else pl.DataFrame(schema=POOLED_SCHEMA)
@@ -121,7 +126,12 @@ def build_experience_gain(con: duckdb.DuckDBPyConnection, alpha: float = 0.05) -
     """
     changes, fingerprint = _gain_changes(con, alpha)
     if not changelog.has_changes(con, changes):
-        return (con.execute("SELECT * FROM experience_gain_by_task").pl(), con.execute("SELECT * FROM experience_gain").pl())
+        # the per-task gains stand; the claims follow the experiments' latest decisions
+        by_task = con.execute("SELECT * FROM experience_gain_by_task").pl()
+        pooled = pool_tables(by_task, alpha=alpha, decisions=_decisions(con))
+        with transaction(con, gain_batch=pooled):
+            con.execute(load_sql("experience_gain/create_experience_gain"))
+        return by_task, pooled
     scope = con.execute("SELECT experiment_id FROM staged_experiments" if changes.full else
                         f"SELECT DISTINCT experiment_id FROM {changes.relation} WHERE experiment_id IS NOT NULL").pl()
     con.register("gain_scope", scope)
@@ -133,12 +143,21 @@ def build_experience_gain(con: duckdb.DuckDBPyConnection, alpha: float = 0.05) -
     finally:
         con.unregister("gain_scope")
     by_task = pl.concat([kept.cast(BY_TASK_SCHEMA), changed], how="vertical").sort("org_id", "task_type", "experiment_id")
-    pooled = pool_tables(by_task, alpha=alpha)
+    pooled = pool_tables(by_task, alpha=alpha, decisions=_decisions(con))
     with transaction(con, gain_by_task_batch=by_task, gain_batch=pooled):
         con.execute(load_sql("experience_gain/create_experience_gain_by_task"))
         con.execute(load_sql("experience_gain/create_experience_gain"))
         changelog.advance(con, "experience_gain", fingerprint, changes)
     return by_task, pooled
+
+
+def _decisions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """``experiment_id, decision``: each experiment's primary decision at its latest look (none
+    before the first look)."""
+    if not has_table(con, "main.experiment_analysis"):
+        return pl.DataFrame(schema={"experiment_id": pl.String, "decision": pl.String})
+    return con.execute("SELECT experiment_id, arg_max(decision, as_of) AS decision FROM experiment_analysis "
+                       "WHERE is_primary GROUP BY experiment_id ORDER BY experiment_id").pl()
 
 
 _GAIN_SQL = ("select_memory_mode_arms", "create_experience_gain_by_task", "create_experience_gain")

@@ -11,9 +11,17 @@ Claim levels (:func:`claim`), first match wins:
 
 * ``none`` while fewer than :data:`MIN_TASK_TYPES` task types have reached their registered
   minimum sample per arm (repeated runs), or the pooled interval is undefined or contains zero;
-* ``positive`` when the pooled interval lies above zero: recall improved the primary metric
-  across tasks and repeated runs;
-* ``negative`` when it lies below zero: recall made it worse.
+* ``none`` also while any pooled task's experiment has not decided the same way (``adopt``
+  for a gain, ``reject`` for a loss) at its latest look: the pooled interval is a
+  fixed-horizon figure recomputed every night, so repeated looks would inflate its error; it
+  is reported as descriptive support, and a claim rests on the experiments' anytime-valid
+  decisions;
+* ``positive`` when the pooled interval lies above zero and every pooled task's experiment
+  decided ``adopt``: recall improved the primary metric across tasks and repeated runs;
+* ``negative`` when it lies below zero and every one decided ``reject``: recall made it worse.
+
+The interval is the Knapp-Hartung one with the ``max(1, q)`` rule (Röver, Knapp and Friede
+2015), so with two or three agreeing tasks it is never narrower than the fixed-effect one.
 """
 
 from __future__ import annotations
@@ -117,7 +125,8 @@ class PooledGain(NamedTuple):
     reason: str
 
 
-def claim(meta: MetaResult, task_types: int, waiting: int = 0, alpha: float = 0.05, min_task_types: int = MIN_TASK_TYPES) -> tuple[str, str]:
+def claim(meta: MetaResult, task_types: int, waiting: int = 0, alpha: float = 0.05, min_task_types: int = MIN_TASK_TYPES,
+          decisions: Sequence[str | None] = ()) -> tuple[str, str]:
     """The claim level of a pooled gain and its reason in words (rules in the module docstring).
 
     Args:
@@ -126,6 +135,7 @@ def claim(meta: MetaResult, task_types: int, waiting: int = 0, alpha: float = 0.
         waiting: tasks still short of their minimum sample (named in the reason).
         alpha: level of the interval (for the wording).
         min_task_types: task types a claim needs.
+        decisions: the latest decision of each pooled task's experiment (None: no look yet).
     """
     level = f"{100 * (1 - alpha):g}%"
     pending = f"; {waiting} more task{'s' if waiting != 1 else ''} still collecting" if waiting else ""
@@ -135,10 +145,18 @@ def claim(meta: MetaResult, task_types: int, waiting: int = 0, alpha: float = 0.
     if not (math.isfinite(meta.ci_low) and math.isfinite(meta.ci_high)):
         return "none", f"the pooled interval is undefined (the task gains do not vary){pending}"
     interval = f"{level} HKSJ interval [{meta.ci_low:.4g}, {meta.ci_high:.4g}] over {meta.k} tasks ({task_types} task types)"
-    if meta.ci_low > 0:
-        return "positive", f"recall raised the primary metric by {meta.estimate:.4g}; {interval} lies above zero{pending}"
-    if meta.ci_high < 0:
-        return "negative", f"recall lowered the primary metric by {-meta.estimate:.4g}; {interval} lies below zero{pending}"
+    for side, wanted, words, above in (("positive", "adopt", "raised", meta.ci_low > 0),
+                                       ("negative", "reject", "lowered", meta.ci_high < 0)):
+        if not above:
+            continue
+        where = "above" if side == "positive" else "below"
+        undecided = sum(d != wanted for d in decisions)
+        if undecided:
+            return "none", (f"descriptive only: the {interval} lies {where} zero (pooled gain {meta.estimate:.4g}), but "
+                            f"{undecided} of {len(decisions)} pooled tasks' experiments have not decided {wanted}; "
+                            f"a claim rests on their anytime-valid decisions{pending}")
+        return side, (f"recall {words} the primary metric by {abs(meta.estimate):.4g}; {interval} lies {where} zero, "
+                      f"and every pooled task's experiment decided {wanted}{pending}")
     return "none", f"the {interval} contains zero (pooled gain {meta.estimate:.4g}){pending}"
 
 
@@ -161,7 +179,8 @@ def _dersimonian_laird_hksj(y: np.ndarray, v: np.ndarray, alpha: float) -> MetaR
 
 
 def pool_gains(gains: Sequence[float], variances: Sequence[float], task_types: Sequence[str], waiting: int = 0,
-               alpha: float = 0.05, min_task_types: int = MIN_TASK_TYPES) -> PooledGain:
+               alpha: float = 0.05, min_task_types: int = MIN_TASK_TYPES,
+               decisions: Sequence[str | None] | None = None) -> PooledGain:
     """Pool per-task gains by random effects with the HKSJ interval and state the claim.
 
     Args:
@@ -171,6 +190,8 @@ def pool_gains(gains: Sequence[float], variances: Sequence[float], task_types: S
         waiting: tasks not pooled because they are short of their minimum sample.
         alpha: two-sided level, in (0, 1).
         min_task_types: task types a claim needs.
+        decisions: the latest decision of each task's experiment (None: every one taken as
+            decided, for pooling figures alone).
 
     Returns:
         :class:`PooledGain`; tasks with a non-finite gain or variance are left out.
@@ -188,5 +209,8 @@ def pool_gains(gains: Sequence[float], variances: Sequence[float], task_types: S
     keep = np.isfinite(y) & np.isfinite(v) & (v > 0)
     types = len({t for t, k in zip(task_types, keep, strict=True) if k})
     meta = _dersimonian_laird_hksj(y[keep], v[keep], alpha)
-    level, reason = claim(meta, types, waiting=waiting, alpha=alpha, min_task_types=min_task_types)
+    pooled_decisions = ([] if decisions is None else
+                        [d for d, k in zip(decisions, keep, strict=True) if k])
+    level, reason = claim(meta, types, waiting=waiting, alpha=alpha, min_task_types=min_task_types,
+                          decisions=pooled_decisions)
     return PooledGain(meta.estimate, meta.ci_low, meta.ci_high, meta.tau2, meta.pvalue, int(keep.sum()), types, level, reason)

@@ -176,6 +176,8 @@ def quarantine_sentence(view: ExperimentView) -> str:
 
 def verified_sentence(view: ExperimentView) -> str:
     if view.verified_share is None:
+        if view.source == "sessions":
+            return "verified share: none yet (no unit assigned yet)"
         return "verified share: not applicable (aggregate source, no outcomes)"
     both = view.users_in_both_arms
     both_text = f"; {both:,} users seen in both arms" if both else ""

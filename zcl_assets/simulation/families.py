@@ -120,7 +120,9 @@ def simulate_families(n_families: int, design: FamilyDesign | None = None, seed:
     looks = pl.DataFrame({"experiment_id": reg.get_column("experiment_id")}).join(pl.DataFrame({"as_of": days}),
                                                                                   how="cross").with_columns(
         ((pl.col("as_of") - pl.lit(START)).dt.total_days() + 1.0).alias("days_since_first_assignment"),
-        pl.lit("active").alias("status"), pl.lit(0, dtype=pl.Int64).alias("epoch"), pl.lit(True).alias("output"))
+        pl.lit("active").alias("status"), pl.lit(0, dtype=pl.Int64).alias("epoch"), pl.lit(START).alias("epoch_start"),
+        pl.col("as_of").alias("last_unit_day"),  # units come every night (Poisson means in the tens)
+        pl.lit(True).alias("output"))
     inputs = LookInputs(
         comparisons=comps, looks=looks,
         arm_stats=stats.select("experiment_id", "metric", "arm", "segment", "day", *STAT_COLUMNS),

@@ -44,7 +44,9 @@ __all__ = [
     "BURN_IN_MIN_COUNT",
     "BURN_IN_MIN_DAYS",
     "NON_INFERIOR",
+    "BREACHED",
     "NOT_YET_SHOWN",
+    "STALLED_AFTER_DAYS",
     "Evidence",
     "Decision",
     "GuardrailVerdict",
@@ -77,10 +79,18 @@ BURN_IN_MIN_COUNT = 10
 BURN_IN_MIN_DAYS = 7
 """Burn-in: no decision before this many days since the first assignment."""
 
+STALLED_AFTER_DAYS = 7
+"""An experiment with no new units for this many days is stalled (DESIGN section 6, "Epochs"):
+reported as stalled since its last unit, with no days-left figure from zero traffic."""
+
 NON_INFERIOR = "non-inferior"
-"""Guardrail verdict: its CS lies above minus its margin in the beneficial direction."""
+"""Guardrail verdict: its CS lies on the beneficial side of minus its margin, in the metric's own
+direction (above ``-margin`` for an increase metric, below ``+margin`` for a decrease metric)."""
+BREACHED = "breached"
+"""Guardrail verdict: its CS lies wholly beyond its margin on the harmful side; it holds ``adopt``
+and is an alarm reported first."""
 NOT_YET_SHOWN = "not yet shown"
-"""Guardrail verdict: not shown non-inferior (yet); it holds ``adopt``."""
+"""Guardrail verdict: neither of the above (yet); it holds ``adopt``."""
 
 
 class Evidence(NamedTuple):
@@ -176,39 +186,57 @@ class GuardrailVerdict(NamedTuple):
     """Each guardrail comparison's verdict.
 
     Attributes:
-        verdict: Array (dtype object) of :data:`NON_INFERIOR` or :data:`NOT_YET_SHOWN`.
-        beneficial_low: The CS's lower end in the beneficial direction (``cs_low`` for an
-            increase, ``-cs_high`` for a decrease); NaN when the CS is undefined.
+        verdict: Array (dtype object) of :data:`NON_INFERIOR`, :data:`BREACHED` or
+            :data:`NOT_YET_SHOWN`.
+        boundary: The margin's end in the metric's own units (treatment minus control):
+            ``-margin`` for an increase metric, ``+margin`` for a decrease metric, so that
+            the CS is read against it without a sign flip.
     """
 
     verdict: np.ndarray
-    beneficial_low: np.ndarray
+    boundary: np.ndarray
 
 
-def guardrail_verdict(cs_low: ArrayLike, cs_high: ArrayLike, direction: ArrayLike, margin: ArrayLike) -> GuardrailVerdict:
-    """Rule 4's reading of a guardrail: non-inferior when its CS, turned to the beneficial
-    direction, lies above minus its margin; an undefined CS is not yet shown.
+def guardrail_verdict(cs_low: ArrayLike, cs_high: ArrayLike, direction: ArrayLike, margin: ArrayLike,
+                      constant_equal: ArrayLike = False) -> GuardrailVerdict:
+    """Rule 4's reading of a guardrail, in the metric's own direction (DESIGN section 6).
+
+    ``non-inferior`` when its CS lies on the beneficial side of the margin's end (for an
+    increase metric, ``cs_low > -margin``; for a decrease metric, ``cs_high < +margin``);
+    ``breached`` when it lies wholly beyond it on the harmful side (``cs_high < -margin``,
+    resp. ``cs_low > +margin``); otherwise, and for an undefined CS, ``not yet shown``. A
+    guardrail whose arms both have zero variance and equal means (``constant_equal``) has no
+    CS, but its difference is exactly zero: ``non-inferior``.
 
     Args:
         cs_low: Lower end of the guardrail's CS, treatment minus control (metric units).
         cs_high: Upper end.
         direction: +1 when an increase of the guardrail metric is beneficial, -1 otherwise.
         margin: The non-inferiority margin (positive, metric units).
+        constant_equal: Both arms have zero variance and the same mean.
 
     Returns:
         :class:`GuardrailVerdict` of the broadcast shape.
 
     Examples:
-        >>> guardrail_verdict([-1.0, -3.0], [4.0, 1.0], 1, 2.0).verdict.tolist()
-        ['non-inferior', 'not yet shown']
-        >>> guardrail_verdict(-1.0, 1500.0, -1, 2000.0).verdict.tolist()
+        >>> guardrail_verdict([-1.0, -3.0, -5.0], [4.0, 1.0, -2.5], 1, 2.0).verdict.tolist()
+        ['non-inferior', 'not yet shown', 'breached']
+        >>> v = guardrail_verdict(2475.0, 5214.0, -1, 2000.0)
+        >>> v.verdict.tolist(), float(v.boundary)
+        ('breached', 2000.0)
+        >>> guardrail_verdict(np.nan, np.nan, -1, 2000.0, constant_equal=True).verdict.tolist()
         'non-inferior'
     """
-    lo, hi, sign, m = (np.asarray(x, dtype=float) for x in (cs_low, cs_high, direction, margin))
-    shape = np.broadcast_shapes(lo.shape, hi.shape, sign.shape, m.shape)
-    b_lo = np.broadcast_to(np.where(sign > 0, lo, -hi), shape).copy()
-    ok = np.isfinite(b_lo) & (b_lo > -m)
-    return GuardrailVerdict(np.where(ok, NON_INFERIOR, NOT_YET_SHOWN).astype(object), b_lo)
+    lo, hi, sign, m, equal = (np.asarray(x, dtype=float) for x in (cs_low, cs_high, direction, margin, constant_equal))
+    shape = np.broadcast_shapes(lo.shape, hi.shape, sign.shape, m.shape, equal.shape)
+    increase = np.broadcast_to(sign > 0, shape)
+    boundary = np.where(increase, -m, m)
+    with np.errstate(invalid="ignore"):
+        ok = np.where(increase, lo > boundary, hi < boundary) & np.isfinite(lo) & np.isfinite(hi)
+        breached = np.where(increase, hi < boundary, lo > boundary) & np.isfinite(lo) & np.isfinite(hi)
+    ok = ok | (np.broadcast_to(equal, shape) > 0)
+    verdict = np.where(ok, NON_INFERIOR, np.where(breached, BREACHED, NOT_YET_SHOWN)).astype(object)
+    return GuardrailVerdict(verdict, np.broadcast_to(boundary, shape).astype(float))
 
 
 def decide(evidence: Evidence) -> Decision:

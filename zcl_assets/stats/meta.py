@@ -39,7 +39,7 @@ class MetaResult(NamedTuple):
     k: int
 
 
-def hksj_random_effects(effects, variances, alpha: float = 0.05, method: str = "dl") -> MetaResult:
+def hksj_random_effects(effects, variances, alpha: float = 0.05, method: str = "dl", floor_q: bool = True) -> MetaResult:
     """Random-effects meta-analysis with the Hartung-Knapp-Sidik-Jonkman interval.
 
     ``statsmodels.stats.meta_analysis.combine_effects(effects, variances,
@@ -47,7 +47,12 @@ def hksj_random_effects(effects, variances, alpha: float = 0.05, method: str = "
     Paule-Mandel (``"pm"``, statsmodels' ``"iterated"``). The HKSJ variance
     is ``sum w_i (y_i - mu)^2 / ((k - 1) sum w_i)`` with ``w_i = 1/(v_i +
     tau2)``, not truncated at the random-effects variance, and the interval
-    and test use a t distribution with k - 1 df (IntHout et al. 2014).
+    and test use a t distribution with k - 1 df (IntHout et al. 2014). With ``floor_q`` (the
+    default) the Knapp-Hartung scale ``q = sum w_i (y_i - mu)^2 / (k - 1)`` is floored at 1, so
+    the variance is ``max(1, q) / sum w_i``, never below the random-effects one: with two or
+    three agreeing tasks ``q`` can be near 0 and the plain HKSJ interval far narrower than even
+    the fixed-effect interval (Röver, Knapp and Friede 2015, the "modified" Knapp-Hartung
+    method; Knapp and Hartung 2003 proposed the floor).
     Studies with a NaN/inf effect or a non-finite or zero variance are left
     out (``k`` reports how many were used).
 
@@ -56,6 +61,7 @@ def hksj_random_effects(effects, variances, alpha: float = 0.05, method: str = "
         variances: 1-D sampling variances of the effects (squared units).
         alpha: Two-sided level, in (0, 1).
         method: "dl" (DerSimonian-Laird) or "pm" (Paule-Mandel).
+        floor_q: apply the ``max(1, q)`` rule (False: the plain HKSJ variance).
 
     Returns:
         MetaResult; see the class for NaN cases.
@@ -70,6 +76,9 @@ def hksj_random_effects(effects, variances, alpha: float = 0.05, method: str = "
         is straightforward and considerably outperforms the standard
         DerSimonian-Laird method. BMC Medical Research Methodology 14:25.
         DerSimonian, R. and Laird, N. (1986). Controlled Clinical Trials 7:177-188.
+        Röver, C., Knapp, G. and Friede, T. (2015). Hartung-Knapp-Sidik-Jonkman approach and
+        its modification for random-effects meta-analysis with few studies. BMC Medical
+        Research Methodology 15:99.
     """
     alpha = check_alpha(alpha)
     if method not in ("dl", "pm"):
@@ -91,12 +100,14 @@ def hksj_random_effects(effects, variances, alpha: float = 0.05, method: str = "
         # is max(0, .) (DerSimonian and Laird 1986). When Q < k - 1 the truncated value is 0,
         # which is also the Paule-Mandel solution, so that fit gives the truncated estimate.
         res = combine_effects(y, v, method_re="iterated", use_t=True, alpha=alpha)
-    _, _, _, ci_hksj = res.conf_int(alpha=alpha, use_t=True)
     est = float(res.mean_effect_re)
-    se = float(np.sqrt(res.var_hksj_re))
+    variance = max(float(res.var_hksj_re), float(res.var_eff_w_re)) if floor_q else float(res.var_hksj_re)
+    se = float(np.sqrt(variance))
     df = float(k - 1)
     if se > 0:
         p = float(2 * stats.t.sf(abs(est) / se, df))
+        half = float(stats.t.isf(alpha / 2, df)) * se
+        ci_hksj = (est - half, est + half)
     else:
         p, ci_hksj = nan, (nan, nan)
     return MetaResult(est, float(ci_hksj[0]), float(ci_hksj[1]), float(res.tau2), float(res.q), df, p, k)

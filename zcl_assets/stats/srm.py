@@ -7,8 +7,8 @@ p-value per experiment and night.
 
 * :func:`srm_sequential`: the anytime-valid Dirichlet-multinomial test of Lindon and Malek
   (2022) against declared shares, safe to read at every nightly look (it decides
-  ``invalid`` in DESIGN section 6), its prior tuned at the planned sample by
-  :func:`tuned_concentration`; also the outcome-imbalance test (verified units against the
+  ``invalid`` in DESIGN section 6), its prior tuned by :func:`tuned_concentration` at the
+  planned sample within bounds (:func:`srm_tuning_units`, so that it has power early); also the outcome-imbalance test (verified units against the
   split assigned).
 * :func:`srm_constancy`: when no allocation was declared, the anytime-valid test that the
   split stays the same across looks (it never fires on a split that is unequal but
@@ -43,6 +43,8 @@ __all__ = [
     "DEFAULT_PRIOR_CONCENTRATION",
     "CONSTANCY_WINDOW",
     "ConstancyResult",
+    "SRM_TUNING_UNITS",
+    "srm_tuning_units",
     "tuned_concentration",
     "srm_sequential",
     "srm_constancy",
@@ -57,6 +59,32 @@ DEFAULT_PRIOR_CONCENTRATION = 100.0
 
 CONSTANCY_WINDOW = 7
 """Looks (nights) of recent history that predict the next split in :func:`srm_constancy`."""
+
+
+SRM_TUNING_UNITS = (3_000.0, 10_000.0)
+"""Bounds of the units the SRM prior is tuned at (:func:`srm_tuning_units`)."""
+
+
+def srm_tuning_units(planned_total) -> np.ndarray:
+    """The units the sequential SRM test is tuned at: the planned total within
+    :data:`SRM_TUNING_UNITS` (an unreachable or unknown plan: the upper bound).
+
+    Why bounded: the mixture is most sensitive near the units it is tuned at, and an
+    allocation fault should be caught early whatever the plan. Tuned at a large plan's
+    193,000 units (an A/B export at MDE 0.01), a true 52/48 split of a 50/50 design is caught
+    within its first 10,000 units in 15% of runs; tuned at 10,000 units, in 73%; below 3,000 it
+    drops under 70% (0.70 at 2,000, 0.65 at 500), while the lower bound costs little power at
+    small plans (a 60/40 split of 400 units: 0.50 tuned at 3,000 against 0.71 at 400). False
+    alarms stay below ``SRM_ALPHA`` at any tuning (the test is anytime-valid). The figures:
+    ``benchmarks/srm_tuning.py``; DESIGN section 6, "allocation check".
+
+    Examples:
+        >>> srm_tuning_units([500.0, 6_000.0, 192_876.0, np.inf]).tolist()
+        [3000.0, 6000.0, 10000.0, 10000.0]
+    """
+    n = np.asarray(planned_total, dtype=float)
+    low, high = SRM_TUNING_UNITS
+    return np.where(np.isfinite(n) & (n > 0), np.clip(n, low, high), high)
 
 
 def tuned_concentration(n_star, alpha: float = SRM_ALPHA) -> np.ndarray:

@@ -58,14 +58,15 @@ def _forest(by_task: pl.DataFrame, pooled: pl.DataFrame, width: int = 41) -> str
         ),
         dg.AssetSpec(
             "experience_gain",
-            deps=["experience_gain_by_task"],
+            deps=["experience_gain_by_task", dg.AssetKey("experiment_analysis")],
             group_name="analysis",
             kinds={"duckdb", "statsmodels"},
             description=(
                 "Experience Gain pooled across tasks per organization and metric: random effects (DerSimonian-Laird) "
-                "with the Hartung-Knapp-Sidik-Jonkman 95% interval, and the claim level it supports: `none` until "
-                "the pooled interval lies above zero across at least two task types with repeated runs, then "
-                "`positive` (or `negative` below zero), with the reason in words."
+                "with the Hartung-Knapp-Sidik-Jonkman 95% interval (Knapp-Hartung max(1, q) rule; descriptive), and the "
+                "claim level it supports: `none` until the pooled interval lies above zero across at least two task "
+                "types with repeated runs and every pooled task's experiment decided `adopt`, then `positive` (or "
+                "`negative` below zero, every one `reject`), with the reason in words."
             ),
         ),
     ],
