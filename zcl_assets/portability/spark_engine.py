@@ -106,6 +106,9 @@ def spark_session(master: str = "local[2]", warehouse: str = ""):
                .config("spark.sql.jsonGenerator.ignoreNullFields", "false"))
     if warehouse:
         builder = builder.config("spark.sql.warehouse.dir", warehouse)
+    if master.startswith("local"):
+        # one machine: a few shuffle partitions, not Spark's 200 tasks per shuffle
+        builder = builder.config("spark.sql.shuffle.partitions", "8")
     # DuckDB writes dates and times on the proleptic Gregorian calendar, as Spark 3 does: read
     # them as they are (0001-01-01, the first day of a first build, is a valid date)
     for key in ("datetimeRebaseModeInRead", "datetimeRebaseModeInWrite", "int96RebaseModeInRead", "int96RebaseModeInWrite"):
@@ -124,6 +127,12 @@ class SparkEngine:
     by Spark as Parquet under ``<location>/_results/<table>/`` and read from there into the
     warehouse by the statement's own ``CREATE`` or ``INSERT``.
 
+    An engine is opened for one asset's statements (``resources.engine.ComputeEngine.open``):
+    a table it mirrored is reused by that asset's later statements, except the tables its own
+    statements write, which are mirrored again when read. The statements of an asset change
+    nothing else that a later one reads (the ``DELETE`` of the rows a night replaces touches
+    the tables being written), so the mirrors stay those of the warehouse.
+
     Attributes:
         master: Spark's master URL.
         location: the Spark warehouse (a folder this process and every executor can read).
@@ -134,6 +143,7 @@ class SparkEngine:
     def __init__(self, master: str, location: str) -> None:
         self.master, self.location = master, location
         self._session = None
+        self._mirrored: set[str] = set()
 
     @property
     def session(self):
@@ -155,9 +165,10 @@ class SparkEngine:
             raise ValueError(f"not a statement that writes a query's rows: {text[:80]!r}")
         duck = query.sql(dialect="duckdb")
         clock = [time.perf_counter()]
-        for name in sorted(tables_read(duck)):
+        for name in sorted(tables_read(duck) - self._mirrored):
             self._mirror(con, name)
         clock.append(time.perf_counter())
+        self._mirrored.discard(_target(statement))  # written now: mirrored again when read
         folder = f"{self.location}/_results/{_target(statement)}"
         self.session.sql(spark_sql(_named_outputs(query.copy()).sql(dialect="duckdb"), params)) \
             .write.mode("overwrite").parquet(folder)
@@ -186,6 +197,7 @@ class SparkEngine:
         con.execute(f"COPY (SELECT {exact_columns(con, name)} FROM \"{name}\") TO '{staging}' (FORMAT parquet)")
         os.replace(staging, part)
         self.session.read.parquet(str(folder)).createOrReplaceTempView(name)
+        self._mirrored.add(name)
 
 
 def _target(statement: exp.Expression) -> str:
