@@ -16,7 +16,8 @@ WITH outcome_counts AS (
     FROM scope_verification v JOIN outcome_counts c USING (session_id)
     WHERE c.authoritative_outcomes = 1 AND v.authoritative
     UNION ALL
-    SELECT * EXCLUDE (k) FROM (
+    SELECT session_id, evaluator_kind, evaluator_id, evaluator_version, recorded_at, success, time_minutes, tokens,
+           score, outcomes, authoritative_outcomes FROM (
         SELECT v.session_id, v.evaluator_kind, v.evaluator_id, v.evaluator_version, v.recorded_at, v.success,
                v.time_minutes, v.tokens, v.score, c.outcomes, c.authoritative_outcomes,
                row_number() OVER (PARTITION BY v.session_id ORDER BY v.recorded_at DESC, v.evaluator_id, v.evaluator_version) AS k

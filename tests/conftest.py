@@ -46,6 +46,11 @@ MUTATION_ORDER = ("tests/stats", "tests/analysis", "tests/simulation", "tests/in
                   "tests/end_to_end")
 
 
+_SHARED_GROUPS = ("tests/reports", "tests/portability")
+"""Folders whose tests run on one worker: the report tests share a session fixture; the Spark
+tests would otherwise start two Spark drivers at once on the machine's two cores."""
+
+
 def pytest_collection_modifyitems(config, items):
     """Group the tests for pytest-xdist (``make test`` runs two workers, ``--dist loadgroup``): the
     tests of one file stay on one worker, so a module's fixture (often a whole nightly run) is
@@ -53,7 +58,7 @@ def pytest_collection_modifyitems(config, items):
     several nights), stay together. Under the mutation runner, order them cheapest level first."""
     for item in items:
         path = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group("tests/reports" if path.startswith("tests/reports/") else path))
+        item.add_marker(pytest.mark.xdist_group(next((g for g in _SHARED_GROUPS if path.startswith(g + "/")), path)))
     if os.environ.get("ZCL_HYPOTHESIS_PROFILE") == "mutation":
         def rank(item):
             return next((i for i, prefix in enumerate(MUTATION_ORDER) if item.nodeid.startswith(prefix)), len(MUTATION_ORDER))

@@ -53,6 +53,16 @@ def test_a_memory_limit_that_is_not_a_size_is_refused_before_the_run(cli_env, mo
     assert not (cli_env / "warehouse.duckdb").exists()  # nothing was run
 
 
+def test_an_unknown_engine_is_refused_before_the_run(cli_env, monkeypatch):
+    monkeypatch.setenv("ZCL_ENGINE", "oracle")
+    result = CliRunner().invoke(main, ["run", "--as-of", "2026-10-02"])
+    assert result.exit_code == 1
+    assert "engine 'oracle' is not one of duckdb, spark" in result.output
+    assert not (cli_env / "warehouse.duckdb").exists()  # nothing was run
+    result = CliRunner().invoke(main, ["run", "--as-of", "2026-10-02", "--engine", "oracle"])
+    assert result.exit_code == 2 and "'oracle' is not one of 'duckdb', 'spark'" in result.output
+
+
 def test_a_memory_limit_given_as_a_size_is_used(cli_env, monkeypatch):
     monkeypatch.setenv("ZCL_DUCKDB_MEMORY_LIMIT", "300MB")
     result = CliRunner().invoke(main, ["run", "--as-of", "2026-10-02"])

@@ -301,14 +301,25 @@ def _look_day(as_of: str | None, option: str = "--as-of") -> str:
 
 @main.command("run")
 @click.option("--as-of", default=None, help="UTC day of the look (YYYY-MM-DD) [default: today].")
+@click.option("--engine", type=click.Choice(["duckdb", "spark"]), default=None,
+              help="Engine of the night's SQL [default: ZCL_ENGINE, else duckdb].")
+@click.option("--master", default=None,
+              help="Spark master URL: local[2], spark://HOST:7077, yarn, k8s://URL or sc://HOST:15002 "
+                   "[default: ZCL_SPARK_MASTER, else local[2]].")
+@click.option("--spark-warehouse", default=None,
+              help="Spark's warehouse location (Parquet tables) [default: ZCL_SPARK_WAREHOUSE, else beside the DuckDB file].")
 @click.pass_obj
-def run_command(obj, as_of: str | None) -> None:
+def run_command(obj, as_of: str | None, engine: str | None, master: str | None, spark_warehouse: str | None) -> None:
     """Load every landed file not yet loaded, then take the night's look, as the schedule does."""
     from zcl_assets.definitions import build_resources
+    from zcl_assets.engine import ENGINE_VARIABLE, MASTER_VARIABLE, SPARK_WAREHOUSE_VARIABLE
     from zcl_assets.reports.landing import render_run_changes
     from zcl_assets.runner import open_instance, run_night
 
     as_of = _look_day(as_of)
+    for variable, value in ((ENGINE_VARIABLE, engine), (MASTER_VARIABLE, master), (SPARK_WAREHOUSE_VARIABLE, spark_warehouse)):
+        if value:
+            os.environ[variable] = value  # the run's resources are bound from the environment
     try:
         build_resources()  # a wrong setting (ZCL_DUCKDB_MEMORY_LIMIT) is said before a run starts
     except ValueError as exc:

@@ -39,6 +39,12 @@ def _snapshot(**overrides):
 @pytest.fixture
 def landed(pipeline_paths):
     landing, warehouse = pipeline_paths
+    write_bad_landing(landing)
+    return landing, warehouse
+
+
+def write_bad_landing(landing):
+    """The landing of this module: good rows beside every kind of bad row and bad file."""
     bad_allocation = dict(GOOD_EXPERIMENT, experiment_id="e2", arms=[
         {"name": "control", "payload": {}, "allocation": 0.5}, {"name": "treatment", "payload": {}, "allocation": 0.4}])
     changed_mde = dict(GOOD_EXPERIMENT, mde=0.2, registered_at="2026-10-01T06:00:00+00:00")
@@ -69,7 +75,27 @@ def landed(pipeline_paths):
     _write(landing / "assignments" / "2026-13-45" / "a.jsonl", [_assignment("s9")])
     (landing / "assignments" / DAY / "notes.txt").write_text("hello\n")
     pl.DataFrame([_assignment("s6", arm="treatment")]).write_parquet(landing / "assignments" / DAY / "good.parquet")
-    return landing, warehouse
+
+
+EXPECTED_RULES = {
+    ("experiments", "bad_allocation"): 1,
+    ("experiments", "duplicate_key"): 1,           # a changed registration is refused
+    ("assignments", "malformed_record"): 2,
+    ("assignments", "unknown_experiment"): 1,
+    ("assignments", "arm_not_declared"): 1,
+    ("assignments", "bad_type"): 1,
+    ("assignments", "duplicate_key"): 1,
+    ("assignments", "wrong_partition"): 1,
+    ("assignments", "unreadable_file"): 1,
+    ("assignments", "bad_landing_path"): 1,        # day folder 2026-13-45
+    ("assignments", "unsupported_file_type"): 1,   # notes.txt
+    ("sessions", "ended_after_started"): 1,
+    ("arm_snapshots", "bad_type"): 2,              # n="abc", and mean="NaN": text is not a JSON number
+    ("arm_snapshots", "not_finite"): 1,            # variance Infinity
+    ("assignments", "no_session"): 2,              # s6 has none; s1's was quarantined (experience stage)
+    ("outcomes", "malformed_record"): 1,           # a truncated line
+}
+"""(source table, rule): rows quarantined from :func:`write_bad_landing`, counted by hand."""
 
 
 def test_bad_input_is_quarantined_with_its_rule(landed, instance):
@@ -83,24 +109,7 @@ def test_bad_input_is_quarantined_with_its_rule(landed, instance):
         staged_assignments = sorted(r[0] for r in con.execute("SELECT session_id FROM staged_assignments").fetchall())
         assert conservation_gaps(con, ("experiments", "assignments", "sessions", "arm_snapshots", "outcomes")) == {}
     assert staged_assignments == ["s1", "s6"]
-    assert rules == {
-        ("experiments", "bad_allocation"): 1,
-        ("experiments", "duplicate_key"): 1,           # a changed registration is refused
-        ("assignments", "malformed_record"): 2,
-        ("assignments", "unknown_experiment"): 1,
-        ("assignments", "arm_not_declared"): 1,
-        ("assignments", "bad_type"): 1,
-        ("assignments", "duplicate_key"): 1,
-        ("assignments", "wrong_partition"): 1,
-        ("assignments", "unreadable_file"): 1,
-        ("assignments", "bad_landing_path"): 1,        # day folder 2026-13-45
-        ("assignments", "unsupported_file_type"): 1,   # notes.txt
-        ("sessions", "ended_after_started"): 1,
-        ("arm_snapshots", "bad_type"): 2,              # n="abc", and mean="NaN": text is not a JSON number
-        ("arm_snapshots", "not_finite"): 1,            # variance Infinity
-        ("assignments", "no_session"): 2,              # s6 has none; s1's was quarantined (experience stage)
-        ("outcomes", "malformed_record"): 1,           # a truncated line
-    }
+    assert rules == EXPECTED_RULES
     with duckdb.connect(str(warehouse), read_only=True) as con:
         (reason,) = con.execute("SELECT reason FROM quarantine WHERE source_table = 'outcomes'").fetchone()
         (moved,) = con.execute("SELECT reason FROM quarantine WHERE rule = 'wrong_partition'").fetchone()

@@ -26,6 +26,7 @@ from zcl_assets.analysis.engine import STAT_COLUMNS, LookInputs, analyse
 from zcl_assets.analysis.look_state import read_state, update_look_state
 from zcl_assets.analysis.metrics import CATALOGUE, metric_spec
 from zcl_assets.analysis.registration import allocation_changes, decode_arms
+from zcl_assets.engine import DUCKDB, Engine
 from zcl_assets.stats.decision import STALLED_AFTER_DAYS
 
 UTC = dt.timezone.utc
@@ -215,10 +216,10 @@ def state_frames(con: duckdb.DuckDBPyConnection, as_of: str) -> dict[str, pl.Dat
     return _prepare(con, as_of).frames
 
 
-def refresh_state(con: duckdb.DuckDBPyConnection, as_of: str, fresh: bool = False) -> pl.DataFrame:
-    """Update the look's stored state for what changed (``look_state.update_look_state``);
-    returns the dirty experiments ``experiment_id, from_day``."""
-    return update_look_state(con, state_frames(con, as_of), fresh=fresh)
+def refresh_state(con: duckdb.DuckDBPyConnection, as_of: str, fresh: bool = False, engine: Engine = DUCKDB) -> pl.DataFrame:
+    """Update the look's stored state for what changed (``look_state.update_look_state``, its SQL
+    run by ``engine``); returns the dirty experiments ``experiment_id, from_day``."""
+    return update_look_state(con, state_frames(con, as_of), fresh=fresh, engine=engine)
 
 
 def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = False) -> LookInputs:
@@ -272,10 +273,10 @@ def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = F
     )
 
 
-def take_looks(con: duckdb.DuckDBPyConnection, as_of: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Every night of every experiment up to ``as_of``, from the state brought up to date:
-    ``(looks, dirty experiments with their from_day)``."""
-    dirty = refresh_state(con, as_of)
+def take_looks(con: duckdb.DuckDBPyConnection, as_of: str, engine: Engine = DUCKDB) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Every night of every experiment up to ``as_of``, from the state brought up to date by
+    ``engine``: ``(looks, dirty experiments with their from_day)``."""
+    dirty = refresh_state(con, as_of, engine=engine)
     return analyse(read_inputs(con, as_of)), dirty
 
 

@@ -24,6 +24,7 @@ import duckdb
 import polars as pl
 
 from sql import load_sql
+from zcl_assets.engine import DUCKDB, Engine
 from zcl_assets.ingest import changelog
 from zcl_assets.ingest.versions import code_fingerprint
 from zcl_assets.warehouse import transaction
@@ -80,7 +81,8 @@ def ensure_state(con: duckdb.DuckDBPyConnection, temp: bool = False) -> None:
         con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
 
 
-def update_look_state(con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataFrame], fresh: bool = False) -> pl.DataFrame:
+def update_look_state(con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataFrame], fresh: bool = False,
+                      engine: Engine = DUCKDB) -> pl.DataFrame:
     """Bring the stored state up to date with the changes since the last update.
 
     Args:
@@ -89,6 +91,8 @@ def update_look_state(con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataF
         fresh: build the whole state from scratch in temp tables of this connection (which then
             hide the stored state from its reads), leaving the stored state and the change log
             as they are; works on a read-only connection.
+        engine: where the SQL of ``AGGREGATES`` runs (``zcl_assets.engine``); the sums land in
+            the warehouse's state tables either way.
 
     Returns:
         The dirty experiments ``experiment_id, from_day`` (empty when nothing changed).
@@ -107,7 +111,7 @@ def update_look_state(con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataF
         from_day = dirty.get_column("from_day").min() if dirty.height else FIRST_DAY
         with transaction(con, dirty=dirty, dirty_days=days, dirty_experiments=experiments, quarantined_keys=keys,
                          frame_digests=digests, **frames):
-            _apply(con, changes.full, dt.datetime.combine(from_day, dt.time(), tzinfo=dt.timezone.utc))
+            _apply(con, changes.full, dt.datetime.combine(from_day, dt.time(), tzinfo=dt.timezone.utc), engine)
             if not fresh:
                 changelog.advance(con, "look_state", fingerprint, changes)
     elif not fresh:
@@ -116,17 +120,17 @@ def update_look_state(con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataF
     return dirty
 
 
-def _apply(con: duckdb.DuckDBPyConnection, full: bool, from_at: dt.datetime) -> None:
+def _apply(con: duckdb.DuckDBPyConnection, full: bool, from_at: dt.datetime, engine: Engine) -> None:
     """Replace the rows of the dirty experiments, days and frames (registered) in every table."""
     if full:
         for table in STATE_TABLES:
             con.execute(f"DELETE FROM {table}")
     params = {"from_at": from_at}
-    _replace_from_day(con, params)
-    _replace_first_assignments(con, params)
+    _replace_from_day(con, params, engine)
+    _replace_first_assignments(con, params, engine)
     con.execute("DELETE FROM look_violation_days WHERE day IN (SELECT day FROM dirty_days) "
                 "OR experiment_id IN (SELECT experiment_id FROM dirty_experiments)")
-    con.execute(f"INSERT INTO look_violation_days BY NAME {load_sql('aggregate_violation_days')}")
+    engine.execute(con, f"INSERT INTO look_violation_days BY NAME {load_sql('aggregate_violation_days')}")
     con.execute("DELETE FROM look_state_frames")
     con.execute("INSERT INTO look_state_frames SELECT experiment_id, digest FROM frame_digests")
 
@@ -146,14 +150,14 @@ def quarantined_keys(con: duckdb.DuckDBPyConnection, days: pl.DataFrame | None) 
     )
 
 
-def _replace_from_day(con: duckdb.DuckDBPyConnection, params: dict) -> None:
+def _replace_from_day(con: duckdb.DuckDBPyConnection, params: dict, engine: Engine) -> None:
     for table, sql in FROM_DAY_TABLES.items():
         con.execute(f"DELETE FROM {table} t USING dirty d WHERE t.experiment_id = d.experiment_id AND t.day >= d.from_day")
-        con.execute(f"INSERT INTO {table} BY NAME {load_sql(sql)}", params)
+        engine.execute(con, f"INSERT INTO {table} BY NAME {load_sql(sql)}", params)
 
 
-def _replace_first_assignments(con: duckdb.DuckDBPyConnection, params: dict) -> None:
-    con.execute(f"CREATE OR REPLACE TEMP TABLE first_assignments AS {load_sql('aggregate_first_assignments')}", params)
+def _replace_first_assignments(con: duckdb.DuckDBPyConnection, params: dict, engine: Engine) -> None:
+    engine.execute(con, f"CREATE OR REPLACE TEMP TABLE first_assignments AS {load_sql('aggregate_first_assignments')}", params)
     con.execute("DELETE FROM look_first_assignments WHERE experiment_id IN (SELECT experiment_id FROM dirty)")
     con.execute("INSERT INTO look_first_assignments BY NAME SELECT * FROM first_assignments")
 

@@ -23,6 +23,7 @@ import polars as pl
 
 from contracts.evaluation import EvaluationContract
 from sql import load_sql
+from zcl_assets.engine import DUCKDB, Engine
 from zcl_assets.ingest import changelog
 from zcl_assets.ingest.versions import code_fingerprint
 from zcl_assets.warehouse import has_table, transaction
@@ -69,8 +70,10 @@ def experience_pending(con: duckdb.DuckDBPyConnection, contracts: list[Evaluatio
     return changelog.has_changes(con, _experience_changes(con, contracts)[0])
 
 
-def build_verification_records(con: duckdb.DuckDBPyConnection, contracts: list[EvaluationContract]) -> bool:
-    """Rebuild the verification records the changes touch (all of them the first time).
+def build_verification_records(con: duckdb.DuckDBPyConnection, contracts: list[EvaluationContract],
+                               engine: Engine = DUCKDB) -> bool:
+    """Rebuild the verification records the changes touch (all of them the first time), their
+    SQL run by ``engine`` (``zcl_assets.engine``).
 
     Returns:
         True when anything was rebuilt.
@@ -80,10 +83,10 @@ def build_verification_records(con: duckdb.DuckDBPyConnection, contracts: list[E
         return False
     select = load_sql("select_verification_records")
     with transaction(con, evaluation_contracts_batch=contracts_frame(contracts)):
-        con.execute(load_sql("create_evaluation_contracts"))
+        engine.execute(con, load_sql("create_evaluation_contracts"))
         if changes.full:
             con.execute("CREATE OR REPLACE TEMP VIEW scope_outcomes AS SELECT * FROM staged_outcomes")
-            con.execute(f"CREATE OR REPLACE TABLE verification_records AS {select}")
+            engine.execute(con, f"CREATE OR REPLACE TABLE verification_records AS {select}")
             changelog.record(con, "verification_records", "SELECT NULL AS experiment_id, session_id, partition_day AS day "
                              "FROM verification_records")
         else:
@@ -92,14 +95,15 @@ def build_verification_records(con: duckdb.DuckDBPyConnection, contracts: list[E
             con.execute("CREATE OR REPLACE TEMP VIEW scope_outcomes AS SELECT * FROM staged_outcomes "
                         "WHERE session_id IN (SELECT session_id FROM scope_sessions)")
             con.execute("DELETE FROM verification_records WHERE session_id IN (SELECT session_id FROM scope_sessions)")
-            con.execute(f"INSERT INTO verification_records {select}")
+            engine.execute(con, f"INSERT INTO verification_records {select}")
             changelog.record(con, "verification_records", "SELECT NULL AS experiment_id, session_id, NULL AS day FROM scope_sessions")
         changelog.advance(con, "verification_records", fingerprint, changes)
     return True
 
 
-def build_experience(con: duckdb.DuckDBPyConnection, contracts: list[EvaluationContract]) -> bool:
-    """Rebuild the experience rows and exclusions the changes touch (all of them the first time).
+def build_experience(con: duckdb.DuckDBPyConnection, contracts: list[EvaluationContract], engine: Engine = DUCKDB) -> bool:
+    """Rebuild the experience rows and exclusions the changes touch (all of them the first time),
+    their SQL run by ``engine`` (``zcl_assets.engine``).
 
     Returns:
         True when anything was rebuilt.
@@ -113,7 +117,7 @@ def build_experience(con: duckdb.DuckDBPyConnection, contracts: list[EvaluationC
             _full_scope(con)
         else:
             _changed_scope(con, changes)
-        _rebuild(con, changes.full)
+        _rebuild(con, changes.full, engine)
         changelog.advance(con, "experience", fingerprint, changes)
     return True
 
@@ -153,14 +157,14 @@ def _changed_scope(con: duckdb.DuckDBPyConnection, changes: changelog.Changes) -
     con.execute("DELETE FROM experience x USING scope_pairs p WHERE x.experiment_id = p.experiment_id AND x.session_id = p.session_id")
 
 
-def _rebuild(con: duckdb.DuckDBPyConnection, full: bool) -> None:
+def _rebuild(con: duckdb.DuckDBPyConnection, full: bool, engine: Engine) -> None:
     """The exclusions, quarantine rows and experience rows of the scope, written."""
     for step in ("select_experience_exclusions", "insert_experience_unit_exclusions"):
-        con.execute(load_sql(step))
+        engine.execute(con, load_sql(step))
     con.execute("INSERT INTO internal.experience_exclusions SELECT * FROM experience_exclusions")
-    con.execute(load_sql("insert_experience_quarantine"))
+    engine.execute(con, load_sql("insert_experience_quarantine"))
     select = load_sql("select_experience")
-    con.execute(f"CREATE TABLE experience AS {select}" if full else f"INSERT INTO experience {select}")
+    engine.execute(con, f"CREATE TABLE experience AS {select}" if full else f"INSERT INTO experience {select}")
     _record_experience(con, "SELECT experiment_id, session_id, CAST(assigned_at AS DATE) AS day FROM scope_assignments")
     con.execute("DROP TABLE experience_exclusions")
 

@@ -5,27 +5,22 @@ under ``sql/``): the daily sums of the sufficient statistics per experiment, arm
 day, units first assigned, contract violations, control digests, users in a second arm, first
 assignments, built here for the whole history; then the reads of one look from them
 (``look_state.READS``). A user who outgrows one
-machine runs the same files on Spark. :func:`spark_sql` translates a file with SQLGlot
-(DuckDB dialect to Spark) and makes the two changes Spark needs:
-
-- a CTE's ``MATERIALIZED`` / ``NOT MATERIALIZED`` hint is dropped (Spark plans CTEs itself);
-- ``HUGEINT`` (DuckDB's 128-bit integer, used for exact sums) becomes ``DECIMAL(38, 0)``,
-  Spark's widest exact integer;
-
-and writes the look's parameters (``$from_at``, ``$as_of_end``) in as literals.
+machine runs the same files on Spark: ``zcl run --engine spark`` computes them there
+(``zcl_assets.engine``); this module checks one look's files on both engines over one
+warehouse, translated by ``zcl_assets.portability.spark_engine.spark_sql``.
 
 :func:`run_on_duckdb` runs every file on DuckDB and exports the warehouse tables and
 registered frames the files read to Parquet; :func:`run_on_spark` runs the same files on a
 Spark session (local mode or a cluster) over those files and compares the results row by row. ``zcl check-spark`` prints that comparison.
 What only DuckDB does (reading landed files, the contracts' validation SQL) stays in
-``zcl_assets/ingest/readers.py`` and ``contracts/validate.py``.
+``zcl_assets/ingest/readers.py`` and ``contracts/validate.py``: staging runs on DuckDB whichever
+engine computes the rest.
 
 Requires ``pyspark`` (in ``requirements.lock``) and a Java runtime (17 or later) for Spark.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 import os
 from dataclasses import dataclass
@@ -33,60 +28,15 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
-import sqlglot
-from sqlglot import exp
 
 from sql import load_sql
 from zcl_assets.analysis.look import look_end, state_frames
 from zcl_assets.analysis.look_state import AGGREGATES, READS, full_build_inputs
+from zcl_assets.portability.spark_engine import exact_columns, spark_session, spark_sql, tables_read, used_params
 
 RELATIVE_TOLERANCE = 1e-12
 """Largest relative difference of two doubles counted as equal: the engines sum doubles in
 different orders (exact sums are integers and must match exactly)."""
-
-
-def spark_sql(text: str, params: dict[str, object] | None = None) -> str:
-    """Spark SQL of one DuckDB SQL file (one statement), parameters written in as literals.
-
-    Args:
-        text: the file's text (DuckDB dialect, ``$name`` parameters).
-        params: ``{name: value}``; a ``datetime`` becomes a ``TIMESTAMP`` literal in UTC, a
-            string a quoted literal, a number itself.
-
-    Raises:
-        KeyError: the text uses a parameter ``params`` does not give.
-        sqlglot.errors.ParseError: the text is not DuckDB SQL.
-
-    >>> print(spark_sql("WITH t AS NOT MATERIALIZED (SELECT CAST(1 AS HUGEINT) AS x) SELECT x FROM t WHERE $d > 0",
-    ...                 {"d": 2}))
-    WITH t AS (SELECT CAST(1 AS DECIMAL(38, 0)) AS x) SELECT x FROM t WHERE 2 > 0
-    """
-    params = params or {}
-    tree = sqlglot.parse_one(text, read="duckdb")
-    for cte in tree.find_all(exp.CTE):
-        cte.set("materialized", None)
-    for node in list(tree.find_all(exp.DataType)):
-        if node.this in (exp.DataType.Type.INT128, exp.DataType.Type.UINT128):
-            node.replace(exp.DataType.build("DECIMAL(38, 0)"))
-    for node in list(tree.find_all(exp.Placeholder)):
-        node.replace(_literal(params[node.name]))
-    return tree.sql(dialect="spark")
-
-
-def _literal(value: object) -> exp.Expression:
-    if isinstance(value, dt.datetime):
-        utc = value.astimezone(dt.timezone.utc) if value.tzinfo else value
-        return exp.cast(exp.Literal.string(utc.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")), "TIMESTAMP")
-    if isinstance(value, str):
-        return exp.Literal.string(value)
-    return exp.Literal.number(value)
-
-
-def tables_read(text: str) -> set[str]:
-    """Names of the tables a SQL text reads (its CTEs left out)."""
-    tree = sqlglot.parse_one(text, read="duckdb")
-    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
-    return {t.name for t in tree.find_all(exp.Table)} - ctes
 
 
 @dataclass(frozen=True)
@@ -141,29 +91,17 @@ def run_on_duckdb(con: duckdb.DuckDBPyConnection, as_of: str, folder: str | os.P
     inputs = {}
     for name in tables:
         inputs[name] = Path(folder) / f"{name}.parquet"
-        con.execute(f"COPY (SELECT {_exact_columns(con, name)} FROM \"{name}\") TO '{inputs[name]}' (FORMAT parquet)")
+        con.execute(f"COPY (SELECT {exact_columns(con, name)} FROM \"{name}\") TO '{inputs[name]}' (FORMAT parquet)")
     for name, frame in frames.items():
         inputs[name] = Path(folder) / f"{name}.parquet"
         frame.write_parquet(inputs[name])
         con.register(name, frame)
     try:
-        results = {name: con.execute(text, _used(text, params)).pl() for name, text in texts.items()}
+        results = {name: con.execute(text, used_params(text, params)).pl() for name, text in texts.items()}
     finally:
         for name in frames:
             con.unregister(name)
     return DuckDBSide(as_of, params, texts, inputs, results)
-
-
-def _used(text: str, params: dict) -> dict:
-    """The parameters ``text`` names (DuckDB refuses one it does not use)."""
-    return {k: v for k, v in params.items() if f"${k}" in text}
-
-
-def _exact_columns(con: duckdb.DuckDBPyConnection, table: str) -> str:
-    """The select list of ``table`` with its 128-bit integers as DECIMAL(38, 0), which Parquet
-    keeps exactly (and Spark reads as its widest exact integer)."""
-    columns = con.execute(f"DESCRIBE \"{table}\"").fetchall()
-    return ", ".join(f'CAST("{n}" AS DECIMAL(38, 0)) AS "{n}"' if t == "HUGEINT" else f'"{n}"' for n, t, *_ in columns)
 
 
 def run_on_spark(spark, side: DuckDBSide) -> list[AggregateComparison]:
@@ -179,27 +117,6 @@ def run_on_spark(spark, side: DuckDBSide) -> list[AggregateComparison]:
             if rows else pl.DataFrame(schema=want.columns)
         out.append(_compare(name, want, got))
     return out
-
-
-def spark_session(master: str = "local[2]"):
-    """A Spark session on ``master`` (default: local mode on two cores), in UTC, without its web UI.
-
-    Raises:
-        ImportError: pyspark is not installed.
-        Exception: whatever Spark raises when it cannot start on ``master`` (its errors come
-            from the JVM in many types).
-    """
-    from pyspark.sql import SparkSession
-
-    builder = (SparkSession.builder.master(master).appName("zcl-check-spark")
-               .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC"))
-    # DuckDB writes dates and times on the proleptic Gregorian calendar, as Spark 3 does: read
-    # them as they are (0001-01-01, the first day of a first build, is a valid date)
-    for key in ("datetimeRebaseModeInRead", "datetimeRebaseModeInWrite", "int96RebaseModeInRead", "int96RebaseModeInWrite"):
-        builder = builder.config(f"spark.sql.parquet.{key}", "CORRECTED")
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    return session
 
 
 def _normal(frame: pl.DataFrame) -> pl.DataFrame:

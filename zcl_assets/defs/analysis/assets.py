@@ -6,7 +6,7 @@ import dagster as dg
 import polars as pl
 
 from contracts.evaluation import load_evaluation_contracts
-from resources import Warehouse
+from resources import ComputeEngine, Warehouse
 from sql import load_sql
 from zcl_assets.analysis.knowledge import GATE_VERSION, promote
 from zcl_assets.analysis.look import nights_to_write, take_looks
@@ -42,13 +42,13 @@ class LookConfig(dg.Config):
     kinds={"duckdb"},
     pool="duckdb",
 )
-def verification_records(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
+def verification_records(context: dg.AssetExecutionContext, warehouse: Warehouse, engine: ComputeEngine) -> dg.MaterializeResult:
     """Every staged outcome judged by its task type's evaluation contract (contracts/evaluation/*.yaml):
     who decided it (evaluator id, version, kind) and whether that kind is authoritative. Non-authoritative
     outcomes are kept and counted, never used for decisions. A night rebuilds the records of the sessions
     whose outcomes or session rows changed."""
     with warehouse.connect() as con:
-        rebuilt = build_verification_records(con, load_evaluation_contracts())
+        rebuilt = build_verification_records(con, load_evaluation_contracts(), engine.open(warehouse))
         counts = con.execute(
             "SELECT evaluator_kind, authoritative, count(*) AS outcomes FROM verification_records GROUP BY ALL ORDER BY ALL"
         ).pl()
@@ -58,6 +58,7 @@ def verification_records(context: dg.AssetExecutionContext, warehouse: Warehouse
             "authoritative": int(counts.filter(pl.col("authoritative")).get_column("outcomes").sum() or 0),
             "by_kind": dg.MetadataValue.md(markdown_table(counts)),
             "rebuilt": rebuilt,
+            "engine": engine.engine,
         }
     )
 
@@ -68,14 +69,14 @@ def verification_records(context: dg.AssetExecutionContext, warehouse: Warehouse
     kinds={"duckdb"},
     pool="duckdb",
 )
-def experience(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
+def experience(context: dg.AssetExecutionContext, warehouse: Warehouse, engine: ComputeEngine) -> dg.MaterializeResult:
     """The analysis fact table: one row per (experiment, session) with its arm, unit and verified
     outcome. Assignments whose session is missing or delivered another arm, units assigned to several
     arms or contaminated by such a row (user-randomized), and repeated units of unit-level experiments
     go to `quarantine` (stage `experience`) with the rule and reason. A night rebuilds the rows of the
     sessions and units its changes touch."""
     with warehouse.connect() as con:
-        rebuilt = build_experience(con, load_evaluation_contracts())
+        rebuilt = build_experience(con, load_evaluation_contracts(), engine.open(warehouse))
         excluded = con.execute(
             "SELECT rule, count(*) AS rows FROM quarantine WHERE stage = 'experience' GROUP BY ALL ORDER BY ALL"
         ).pl()
@@ -86,6 +87,7 @@ def experience(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.Ma
             "dagster/row_count": int(kept),
             "assignments_by_rule": dg.MetadataValue.md(markdown_table(by_rule)),
             "rebuilt": rebuilt,
+            "engine": engine.engine,
         }
     )
 
@@ -159,7 +161,8 @@ def experiment_plans(context: dg.AssetExecutionContext, config: PlanConfig, ware
     kinds={"duckdb", "scipy", "statsmodels"},
     pool="duckdb",
 )
-def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, warehouse: Warehouse) -> dg.MaterializeResult:
+def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, warehouse: Warehouse,
+                        engine: ComputeEngine) -> dg.MaterializeResult:
     """One look per night, with the decision: for every experiment, metric and comparison (treatment vs
     control), the decision of DESIGN section 6 (first match wins) and its reason in words; the anytime-valid
     confidence sequence read at the comparison's Holm step, raw and Holm-adjusted anytime-valid p-values;
@@ -173,7 +176,7 @@ def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, w
     as_of = config.day()
     with warehouse.connect() as con:
         recreated = EXPERIMENT_ANALYSIS.ensure(con)
-        look, dirty = take_looks(con, as_of)
+        look, dirty = take_looks(con, as_of, engine.open(warehouse))
         written = nights_to_write(look, dirty, as_of, everything=recreated)
         batch = look.join(written, on=["experiment_id", "as_of"], how="semi")
         with transaction(con, look_batch=batch, written_nights=written,
@@ -188,6 +191,7 @@ def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, w
         metadata={
             "dagster/row_count": look.height,
             "as_of": as_of,
+            "engine": engine.engine,
             "nights_written": nights.height,
             "rows_written": batch.height,
             "experiments_with_changes": dirty.height,
