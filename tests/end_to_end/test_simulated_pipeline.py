@@ -117,15 +117,15 @@ def test_a_quiet_night_leaves_out_what_has_nothing_to_read_and_what_reads_it_run
     from zcl_assets.warehouse import DuckDBWarehouse
 
     _, warehouse, _ = simulated
-    derived = {dg.AssetKey(k) for k in ("verification_records", "experience", "loop_health",
-                                        "experience_gain_by_task", "experience_gain")}
+    # Experience Gain is never left out: its claims follow the decisions of tonight's look.
+    derived = {dg.AssetKey(k) for k in ("verification_records", "experience", "loop_health")}
     # After the night every consumer's cursor is at the end of the change log, under the code's fingerprints.
     assert idle_assets(DuckDBWarehouse(path=str(warehouse))) == derived
     copy = tmp_path / "warehouse.duckdb"
     shutil.copy(warehouse, copy)
     with duckdb.connect(str(copy)) as con:  # as after a change of the experience's rules (a new fingerprint)
         con.execute("UPDATE internal.change_cursors SET fingerprint = 'older rules' WHERE consumer = 'experience'")
-    # experience rebuilds, and Experience Gain reads the experience; loop health reads sessions and records only.
+    # experience rebuilds; loop health reads sessions and verification records only.
     assert idle_assets(DuckDBWarehouse(path=str(copy))) == {dg.AssetKey(k) for k in ("verification_records", "loop_health")}
     with duckdb.connect(str(copy)) as con:  # as after a night killed between staging an outcome and its records
         con.execute("INSERT INTO internal.change_log SELECT nextval('internal.change_seq'), 'staged_outcomes', NULL, "

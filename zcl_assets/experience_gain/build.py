@@ -108,11 +108,6 @@ def _loop_health_changes(con: duckdb.DuckDBPyConnection) -> tuple[changelog.Chan
     return changelog.changes_since(con, "loop_health", fingerprint if built else ""), fingerprint
 
 
-def experience_gain_pending(con: duckdb.DuckDBPyConnection, alpha: float = 0.05) -> bool:
-    """Whether :func:`build_experience_gain` would recompute anything now (read-only)."""
-    return changelog.has_changes(con, _gain_changes(con, alpha)[0])
-
-
 def loop_health_pending(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether :func:`build_loop_health` would recount anything now (read-only)."""
     return changelog.has_changes(con, _loop_health_changes(con)[0])
