@@ -80,7 +80,7 @@ def test_guardrail_harm_holds_adopt_with_the_guardrail_named(world):
     _, looks, _, _ = world
     r = last(looks).filter(pl.col("experiment_id") == "acme-refactor-time").row(0, named=True)
     assert r["decision"] == "continue" and r["decision_rule"] == 4
-    assert "held by guardrail tokens" in r["decision_reason"] and r["cs_high"] < 0  # time went down: beneficial
+    assert "guardrail tokens breached" in r["decision_reason"] and r["cs_high"] < 0  # time went down: beneficial
 
 
 def test_the_cs_covers_each_estimand_s_truth(world):

@@ -179,7 +179,7 @@ def test_an_analyst_finds_each_alarm_from_the_index_at_1440_by_900(bundled_night
     with duckdb.connect(str(bundled_night.warehouse), read_only=True) as con:
         views = {v.experiment_id: v for v in load_views(con)}
     assert [a.kind for a in views[INVALID].alarms][:1] == ["srm_mismatch"]
-    assert [a.kind for a in views[HELD].alarms][:1] == ["guardrail_breached"] and "held by guardrail" in views[HELD].decision_reason
+    assert [a.kind for a in views[HELD].alarms][:1] == ["guardrail_breached"] and "guardrail tokens breached" in views[HELD].decision_reason
     assert [a.kind for a in views[STALLED].alarms] == ["stalled"]
     found: dict[str, float] = {}
     with sync_playwright() as p:

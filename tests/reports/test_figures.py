@@ -4,6 +4,8 @@ a days-left figure too long for its column."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import polars as pl
 
 from zcl_assets.reports.experiments import Arm, ExperimentView
@@ -62,11 +64,11 @@ def test_a_long_days_left_figure_is_not_split_across_lines():
 
 def test_an_experiment_of_sessions_without_an_assignment_yet_is_not_called_an_aggregate_source():
     none_yet = view("session", sessions=None, verified_sessions=None)
-    none_yet = ExperimentView(**{**none_yet.__dict__, "comparisons": pl.DataFrame(
-        {"source": ["sessions"], "is_primary": [True], "verified_share": [None]}, schema_overrides={"verified_share": pl.Float64})})
+    none_yet = dataclasses.replace(none_yet, comparisons=pl.DataFrame(
+        {"source": ["sessions"], "is_primary": [True], "verified_share": [None]}, schema_overrides={"verified_share": pl.Float64}))
     assert none_yet.source == "sessions"
     assert verified_sentence(none_yet) == "verified share: none yet (no unit assigned yet)"
-    exported = ExperimentView(**{**none_yet.__dict__, "comparisons": pl.DataFrame(
+    exported = dataclasses.replace(none_yet, comparisons=pl.DataFrame(
         {"source": ["arm_snapshots"], "is_primary": [True], "verified_share": [None]},
-        schema_overrides={"verified_share": pl.Float64})})
+        schema_overrides={"verified_share": pl.Float64}))
     assert verified_sentence(exported) == "verified share: not applicable (aggregate source, no outcomes)"

@@ -160,7 +160,10 @@ def test_json_keeps_the_filtered_experiments(looked):
     data = json.loads(report(looked, "--json", "--org", "initech"))
     ids = {e["experiment_id"] for e in data["experiments"]}
     assert ids == {e for e, spec in looked.simulation.experiments.items() if spec.org_id == "initech"}
-    assert all(c["cs_low"] is not None for e in data["experiments"] for c in e["comparisons"] if c["is_primary"])
+    primary = [c for e in data["experiments"] for c in e["comparisons"] if c["is_primary"]]
+    # every primary comparison carries tonight's CS; the intersected one starts after burn-in
+    assert all(c["cs_night_low"] is not None for c in primary)
+    assert all(c["cs_low"] is not None for c in primary if not c["decision_reason"].startswith("burn-in"))
 
 
 def test_rejected_rows_are_attributed_to_their_experiment(looked):

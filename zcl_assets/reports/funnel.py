@@ -106,8 +106,8 @@ def funnel_text(con: duckdb.DuckDBPyConnection, as_of: str | None = None) -> str
         found = con.execute("SELECT CAST(max(as_of) AS VARCHAR) FROM experiment_analysis").fetchone()[0]
         latest = found
     if as_of is not None and latest is not None and as_of < latest:
-        return (f"The exploration funnel, Experience Gain and loop health describe the latest night ({latest}), "
-                f"not the look of {as_of}: zcl report without --as-of shows them.")
+        return (f"The exploration funnel, Experience Gain and loop health describe the latest night, not the look "
+                f"of {as_of} (the latest look is of {latest}): zcl report without --as-of shows them.")
     return render_funnel_section(funnel_section(con))
 
 
