@@ -53,7 +53,7 @@ import pytest
 
 from contracts.tables import CONTRACTS
 from tests.end_to_end import landing_history as lh
-from tests.warehouse_checks import conservation_gaps, exact_rows, row_differences, run_one_night, warehouse_tables
+from tests.warehouse_checks import BOOKKEEPING, conservation_gaps, exact_rows, row_differences, run_one_night, warehouse_tables
 from zcl_assets.experience_gain.build import build_experience_gain
 
 KNOWLEDGE_CURRENT = "record_id NOT IN (SELECT supersedes FROM knowledge_records WHERE supersedes IS NOT NULL)"
@@ -74,12 +74,7 @@ COMPARED: dict[str, dict] = {
     **{f"internal.held_{t}": {} for t in CONTRACTS},
     **{f"internal.{t}": {} for t in ("pending_days", "experience_exclusions", "loop_health_days", "explored_session_days")},
 }
-NOT_COMPARED = {
-    "internal.change_log": "what each pass changed, under the pass's sequence number: the history of the nights",
-    "internal.change_cursors": "per derived table, the last sequence number read and a code fingerprint",
-    "internal.staging_state": "per staged table, a version that grows with every staging and a fingerprint of those read",
-    "internal.derived_state": "fingerprints of staging versions and build times",
-}
+NOT_COMPARED = BOOKKEEPING
 KNOWN_DEFECTS: dict[str, str] = {
     **({} if lh.every_night() else {"main.experiment_analysis": (
         "a night that lands several days of an aggregate export writes the look of tonight only: the looks of the "
