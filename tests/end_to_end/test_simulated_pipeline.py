@@ -89,7 +89,8 @@ def test_second_night_is_idempotent_and_the_schedule_plans_the_same_look(simulat
         mp.setenv("ZCL_LANDING_DIR", str(landing))
         mp.setenv("ZCL_WAREHOUSE", str(warehouse))
         resources = build_resources()
-        with dg.instance_for_test() as schedule_instance:  # persistent: the schedule reads its partitions
+        (tmp_path / "home").mkdir()
+        with dg.DagsterInstance.local_temp(tempdir=str(tmp_path / "home")) as schedule_instance:  # persistent: the schedule reads its partitions
             context = dg.build_schedule_context(
                 instance=schedule_instance, resources=resources,
                 scheduled_execution_time=dt.datetime(2026, 11, 21, 2, 0, tzinfo=dt.timezone.utc),
