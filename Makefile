@@ -24,7 +24,7 @@ run: $(STAMP)
 ## Set up, lint, and run the tests and the docstring examples, on two workers (docs/testing.md).
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -rs -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -rs -n 2 --dist loadscope
 
 ## Mutation testing: killed / total planted bugs per folder (tens of minutes; docs/testing.md).
 mutation: $(STAMP)

@@ -51,14 +51,29 @@ _SHARED_GROUPS = ("tests/reports", "tests/portability")
 tests would otherwise start two Spark drivers at once on the machine's two cores."""
 
 
+def worker_group(nodeid: str) -> str:
+    """The tests that run on one pytest-xdist worker together: a file's tests (so a module's
+    fixture, often a whole nightly run, is built once), or a whole folder of ``_SHARED_GROUPS``."""
+    path = nodeid.split("::")[0]
+    return next((g for g in _SHARED_GROUPS if path.startswith(g + "/")), path)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``make test`` runs two workers; each group of :func:`worker_group` goes to one of them.
+
+    pytest-xdist's own ``--dist loadgroup`` cannot group on pytest 9 (it renames test ids, which
+    pytest 9 no longer takes), so the groups are given to its scope scheduler directly."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkerGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return WorkerGroups(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Group the tests for pytest-xdist (``make test`` runs two workers, ``--dist loadgroup``): the
-    tests of one file stay on one worker, so a module's fixture (often a whole nightly run) is
-    built once, and the report tests, which share one session fixture (a warehouse looked at on
-    several nights), stay together. Under the mutation runner, order them cheapest level first."""
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(next((g for g in _SHARED_GROUPS if path.startswith(g + "/")), path)))
+    """Under the mutation runner, order the tests cheapest level first."""
     if os.environ.get("ZCL_HYPOTHESIS_PROFILE") == "mutation":
         def rank(item):
             return next((i for i, prefix in enumerate(MUTATION_ORDER) if item.nodeid.startswith(prefix)), len(MUTATION_ORDER))
@@ -79,3 +94,23 @@ def pipeline_paths(tmp_path, monkeypatch):
 def instance():
     with dg.DagsterInstance.ephemeral() as inst:
         yield inst
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Leave no dead Dagster instance as the process's definitions state storage.
+
+    Entering a persistent Dagster instance (``with instance:``) makes its state storage the one
+    definitions load against, in a context variable of the process, until the block exits; one
+    left there after its instance is gone makes every later load in the worker fail ("Attempted
+    to resolve undefined DagsterInstance weakref"). No test holds one across tests, so after each
+    test and its fixtures' teardown any storage left is dropped (and the test named in the file
+    ``ZCL_TRACE_DEFS_STATE`` names, when set)."""
+    yield
+    from dagster._core.storage.defs_state import base
+
+    if base.DefsStateStorage.get() is not None:
+        base._current_storage.set(None)
+        if os.environ.get("ZCL_TRACE_DEFS_STATE"):
+            with open(os.environ["ZCL_TRACE_DEFS_STATE"], "a", encoding="utf-8") as trace:
+                trace.write(f"{item.nodeid}\n")

@@ -80,10 +80,8 @@ def open_instance(home: Path) -> Iterator[dg.DagsterInstance]:
         except BaseException:
             instance.dispose()
             raise
-    try:
+    with instance:  # disposed on exit; its state storage is the one definitions load against meanwhile
         yield instance
-    finally:
-        instance.dispose()
 
 
 HOST_TAG = "zcl/host"
