@@ -9,7 +9,7 @@ stored days (the ``select_*`` SQL that ``look.py`` reads).
 
 What a night recomputes comes from the change log (``zcl_assets.ingest.changelog``): an
 experiment is *dirty* from a day on (``from_day``) when an experience row assigned that day
-changed, and from its first day when its registration, its status events or the frames the
+or an aggregate export's snapshot of that day changed, and from its first day when its registration, its status events or the frames the
 SQL is given (analysed metrics, strata, epochs) changed. Its stored rows from that day on are
 deleted and computed again by the same SQL a first build runs over every day, and every row
 of a day depends only on data of that day and earlier, so a sequence of nights gives the
@@ -57,6 +57,9 @@ FRAMES = ("analysed_metrics", "segment_bounds", "epoch_bounds")
 """The registered frames the state's SQL reads (computed by ``look.py`` from the registrations)."""
 
 _EXPERIMENT_LEVEL = ("staged_experiments", "staged_experiment_events")
+_FROM_DAY_SOURCES = ("experience", "staged_arm_snapshots")
+"""The changes that make an experiment dirty from their day on: an experience row (assigned that day) and
+an aggregate export's snapshot (its time falls on its landing day, the contract's ``wrong_partition``)."""
 _DAY_SOURCES = ("staged_assignments", "staged_outcomes", "staged_arm_snapshots", "staged_sessions", "experience")
 AGGREGATES: tuple[str, ...] = (*FROM_DAY_TABLES.values(), "aggregate_first_assignments", "aggregate_violation_days")
 """The SQL that builds the state from the experience and staged tables (the heavy part of a look)."""
@@ -193,7 +196,8 @@ def _dirty(con: duckdb.DuckDBPyConnection, changes: changelog.Changes, digests: 
     whole = pl.concat([moved, level]).unique()
     rows = con.execute(
         f"SELECT experiment_id, min(coalesce(day, $first)) AS from_day FROM {changes.relation} "
-        "WHERE source = 'experience' AND experiment_id IS NOT NULL GROUP BY ALL", {"first": FIRST_DAY}).pl()
+        "WHERE list_contains($sources, source) AND experiment_id IS NOT NULL GROUP BY ALL",
+        {"first": FIRST_DAY, "sources": list(_FROM_DAY_SOURCES)}).pl()
     dirty = pl.concat([rows, whole.with_columns(pl.lit(FIRST_DAY).alias("from_day"))], how="vertical_relaxed") \
         .group_by("experiment_id").agg(pl.col("from_day").min()).sort("experiment_id")
     days = con.execute(
