@@ -25,7 +25,13 @@ def looks(decisions, experiment="e1"):
     return pl.DataFrame(rows, schema=EXPERIMENT_ANALYSIS.polars)
 
 
-EVALUATORS = pl.DataFrame({"experiment_id": ["e1"], "evaluators": ['[{"evaluator_id": "unit-tests"}]']})
+def cited(experiment="e1", days=10, evaluators='[{"evaluator_id": "unit-tests"}]'):
+    """The evaluators of every look of ``looks()`` (select_look_evaluators.sql's columns)."""
+    return pl.DataFrame({"experiment_id": [experiment] * days, "as_of": [DAY + dt.timedelta(days=k) for k in range(days)],
+                         "evaluators": [evaluators] * days})
+
+
+EVALUATORS = cited()
 SOURCE = pl.DataFrame({"experiment_id": ["e1"], "source": ["sessions"]})
 
 
@@ -147,3 +153,24 @@ def test_a_correction_of_the_cited_look_appends_a_superseding_record_and_the_cur
     # the cited look now decides another claim: the walk's last record supersedes
     flipped = promote(looks(["continue", "reject", "reject"]), both, EVALUATORS, SOURCE)
     assert flipped.select("claim", "look_as_of").rows() == [("reject", DAY + dt.timedelta(days=1))]
+
+
+def test_a_record_cites_the_evaluators_of_its_own_look_and_a_changed_citation_supersedes_it():
+    from zcl_assets.analysis.knowledge import cited_looks
+
+    # the looks a record may cite: the walk's (the claim of day 1, its change on day 3) and the latest (day 4)
+    decided = looks(["continue", "adopt", "adopt", "reject", "continue"])
+    assert cited_looks(decided).select("as_of").to_series().to_list() == [DAY + dt.timedelta(days=k) for k in (1, 3, 4)]
+    assert cited_looks(decided).row(0, named=True)["look_end"] == dt.datetime(2026, 10, 3, tzinfo=dt.timezone.utc)
+    # a re-evaluation recorded on day 2 changes the evaluators of the looks from day 2 on, not the claim of day 1
+    v1, v2 = '[{"evaluator_version": "1.0"}]', '[{"evaluator_version": "1.1"}]'
+    evaluators = pl.concat([cited(days=2, evaluators=v1), cited(days=5, evaluators=v2).filter(pl.col("as_of") >= DAY + dt.timedelta(days=2))])
+    first = promote(looks(["continue", "adopt", "adopt"]), empty(), evaluators, SOURCE)
+    assert first.get_column("evaluators").to_list() == [v1]
+    assert promote(looks(["continue", "adopt", "adopt"]), stored(first), evaluators, SOURCE).height == 0
+    # a correction that changes who decided the outcomes of the cited look, and nothing else, supersedes the record
+    corrected = pl.concat([cited(days=2, evaluators=v2), evaluators.filter(pl.col("as_of") >= DAY + dt.timedelta(days=2))])
+    again = promote(looks(["continue", "adopt", "adopt"]), stored(first), corrected, SOURCE)
+    assert again.select("claim", "look_as_of", "evaluators", "sequence").rows() == [("adopt", DAY + dt.timedelta(days=1), v2, 2)]
+    assert again.row(0, named=True)["evidence_digest"] == first.row(0, named=True)["evidence_digest"]
+    assert again.row(0, named=True)["supersedes"] == first.row(0, named=True)["record_id"] != again.row(0, named=True)["record_id"]

@@ -24,8 +24,8 @@ What is not compared, and why:
   claims are compared (records no later record supersedes), without ``sequence`` and
   ``supersedes``, which number and link a comparison's history;
 * in schema ``internal``: ``change_log`` (what each pass changed, numbered by the passes),
-  ``change_cursors`` (the last number each derived table read), ``staging_state`` and
-  ``derived_state`` (versions that count the stagings, fingerprints, build times). The other
+  ``change_cursors`` (the last number each derived table read), and
+  ``staging_state`` (versions that count the stagings, fingerprints). The other
   internal tables are state and compared: ``held_<table>`` (rows held back by a cross-row
   rule), ``pending_days`` (empty after a night), ``experience_exclusions`` and the daily
   counts kept for loop health and the exploration share; in ``main``, the look's stored
@@ -75,24 +75,7 @@ COMPARED: dict[str, dict] = {
     **{f"internal.{t}": {} for t in ("pending_days", "experience_exclusions", "loop_health_days", "explored_session_days")},
 }
 NOT_COMPARED = BOOKKEEPING
-KNOWN_DEFECTS: dict[str, str] = {
-    **({} if lh.every_night() else {"main.experiment_analysis": (
-        "a night that lands several days of an aggregate export writes the look of tonight only: the looks of the "
-        "other days with a new snapshot, which a fresh load writes, are missing (fab-export: 24 rows, 12 days x 2 "
-        "metrics). look_state._dirty makes an experiment dirty from the days of its changed experience rows; "
-        "changes of staged_arm_snapshots dirty no experiment, so nights_to_write never writes those days. Every "
-        "night run (ZCL_EVERY_NIGHT=1) lands one day at a time and cannot show it."
-    )}),
-    "main.knowledge_records": (
-        "knowledge records go stale after a correction: the gate only walks looks after a comparison's last record, so "
-        "a claim recorded from a look that a later correction changed keeps the old look's date, interval and evidence "
-        "digest (default nights, fab-mem: adopt at the look of day 9 with [0.243, 0.869] after the nights; a fresh load claims adopt at "
-        "day 8 with [0.084, 0.810], and the look of day 9 is now [0.170, 0.823]). And a record cites the evaluators of "
-        "the experiment's experience as of the night it is appended (select_experiment_evaluators.sql), not of the "
-        "outcomes its look rests on: the fresh load's record for the look of day 8 cites the re-evaluation's version "
-        "1.1, recorded on day 19."
-    ),
-}
+KNOWN_DEFECTS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,9 @@ fresh load would write (``current_records``), and nothing is edited or deleted. 
 is a pure function of the stored looks and the records so far, so rerunning it appends
 nothing. Each record cites its experiment, look, analysis row and source, the evaluators
 (id, version, kind) whose verified outcomes it rests on, the gate's version, and a sha256
-digest of the look's evidence fields.
+digest of the look's evidence fields. The evaluators cited are those of the outcomes the
+look counts (recorded by the end of its day), so a re-evaluation recorded later changes the
+citations of later looks only.
 """
 
 from __future__ import annotations
@@ -66,15 +68,27 @@ def _walk(looks: pl.DataFrame) -> pl.DataFrame:
     return walk.with_columns(pl.Series("digest", digests, dtype=pl.String))
 
 
-def _to_append(walk: pl.DataFrame, looks: pl.DataFrame, last: dict) -> list[dict]:
+def cited_looks(looks: pl.DataFrame) -> pl.DataFrame:
+    """``experiment_id, as_of, look_end`` of the looks a record may cite: every look of the walk
+    and each experiment's latest (a withdrawal cites it). ``look_end`` is the end of the look's
+    UTC day, before which its outcomes were recorded (``select_look_evaluators.sql``)."""
+    latest = looks.group_by("experiment_id").agg(pl.col("as_of").max())
+    cited = pl.concat([_walk(looks).select("experiment_id", "as_of"), latest.select("experiment_id", "as_of")]).unique()
+    return cited.sort("experiment_id", "as_of").with_columns(
+        (pl.col("as_of").cast(pl.Datetime("us", "UTC")) + pl.duration(days=1)).alias("look_end"))
+
+
+def _to_append(walk: pl.DataFrame, looks: pl.DataFrame, last: dict, ev: dict) -> list[dict]:
     """The rows to append to one comparison's chain: the walk's records after the last stored
-    one where that one still stands in the walk; else the walk's last record (or, with none, a
-    withdrawal citing the latest look) superseding it."""
+    one where that one still stands in the walk (same look, claim, evidence and evaluators);
+    else the walk's last record (or, with none, a withdrawal citing the latest look)
+    superseding it."""
     rows = walk.to_dicts()
     if last is None:
         return rows
     stands = [i for i, r in enumerate(rows)
-              if (r["as_of"], r["claim"], r["digest"]) == (last["as_of"], last["claim"], last["digest"])]
+              if (r["as_of"], r["claim"], r["digest"], _evaluators(ev, r))
+              == (last["as_of"], last["claim"], last["digest"], last["evaluators"])]
     if stands:
         return rows[stands[-1] + 1:]
     if rows:
@@ -91,7 +105,8 @@ def promote(looks: pl.DataFrame, records: pl.DataFrame, evaluators: pl.DataFrame
     Args:
         looks: primary rows of ``experiment_analysis`` (every stored night).
         records: the ``knowledge_records`` table so far.
-        evaluators: ``experiment_id, evaluators`` (JSON list of id, version, kind).
+        evaluators: ``experiment_id, as_of, evaluators`` (JSON list of id, version, kind) of the
+            looks of :func:`cited_looks`.
         source: ``experiment_id, source``.
 
     Returns:
@@ -101,16 +116,16 @@ def promote(looks: pl.DataFrame, records: pl.DataFrame, evaluators: pl.DataFrame
     schema = KNOWLEDGE_RECORDS.polars
     last = {(r["experiment_id"], r["metric"], r["treatment_arm"]): {
         "as_of": r["look_as_of"], "claim": r["claim"], "digest": r["evidence_digest"], "record_id": r["record_id"],
-        "sequence": r["sequence"]} for r in current_records(records).iter_rows(named=True)}
+        "sequence": r["sequence"], "evaluators": r["evaluators"]} for r in current_records(records).iter_rows(named=True)}
     walk = _walk(looks)
     by_key = {k: g for k, g in walk.group_by(KEY, maintain_order=True)}
     looks_by_key = {k: g for k, g in looks.group_by(KEY, maintain_order=True)}
     rows = []
-    ev = dict(evaluators.iter_rows()) if evaluators.height else {}
+    ev = {(e, a): v for e, a, v in evaluators.select("experiment_id", "as_of", "evaluators").iter_rows()}
     src = dict(source.iter_rows()) if source.height else {}
     for k in sorted(set(looks_by_key) | set(last)):
         empty_walk = walk.clear()
-        chain = _to_append(by_key.get(k, empty_walk), looks_by_key.get(k, looks.clear()), last.get(k))
+        chain = _to_append(by_key.get(k, empty_walk), looks_by_key.get(k, looks.clear()), last.get(k), ev)
         prev = last.get(k) or {"record_id": None, "sequence": 0}
         prev_id, prev_seq = prev["record_id"], prev["sequence"]
         for row in chain:
@@ -130,15 +145,16 @@ def current_records(records: pl.DataFrame) -> pl.DataFrame:
 def _record(row: dict, ev: dict, src: dict, supersedes: str | None, sequence: int) -> dict:
     """One record of ``row`` (a look with its ``claim`` and ``digest``)."""
     k = (row["experiment_id"], row["metric"], row["treatment_arm"])
+    evaluators = _evaluators(ev, row)
     record_id = hashlib.sha256(
-        f"{'|'.join(k)}|{row['claim']}|{row['as_of']}|{row['digest']}|{GATE_VERSION}".encode()).hexdigest()[:24]
+        f"{'|'.join(k)}|{row['claim']}|{row['as_of']}|{row['digest']}|{evaluators}|{GATE_VERSION}".encode()).hexdigest()[:24]
     return {
         "record_id": record_id, "sequence": sequence, "experiment_id": row["experiment_id"],
         "org_id": row["org_id"], "task_type": row["task_type"], "metric": row["metric"],
         "control_arm": row["control_arm"], "treatment_arm": row["treatment_arm"], "claim": row["claim"],
         "statement": _statement(row), "look_as_of": row["as_of"], "decision_reason": row["decision_reason"],
         "cs_low": row["cs_low"], "cs_high": row["cs_high"], "cs_p_adjusted": row["cs_p_adjusted"],
-        "evaluators": ev.get(row["experiment_id"], "[]"),
+        "evaluators": evaluators,
         "citations": json.dumps({
             "experiment_id": row["experiment_id"], "look_as_of": str(row["as_of"]),
             "analysis_row": {"table": "experiment_analysis", "as_of": str(row["as_of"]), "metric": row["metric"],
@@ -147,6 +163,11 @@ def _record(row: dict, ev: dict, src: dict, supersedes: str | None, sequence: in
         }, sort_keys=True),
         "evidence_digest": row["digest"], "supersedes": supersedes, "policy_version": GATE_VERSION,
     }
+
+
+def _evaluators(ev: dict, row: dict) -> str:
+    """The evaluators of the outcomes the look of ``row`` rests on (JSON; ``[]`` when none)."""
+    return ev.get((row["experiment_id"], row["as_of"]), "[]")
 
 
 def _statement(row: dict) -> str:

@@ -8,7 +8,7 @@ import polars as pl
 from contracts.evaluation import load_evaluation_contracts
 from resources import ComputeEngine, Warehouse
 from sql import load_sql
-from zcl_assets.analysis.knowledge import GATE_VERSION, promote
+from zcl_assets.analysis.knowledge import GATE_VERSION, cited_looks, promote
 from zcl_assets.analysis.look import nights_to_write, take_looks
 from zcl_assets.analysis.registration import (
     DEFAULT_ALPHA_SLOTS,
@@ -222,7 +222,8 @@ def knowledge_records(context: dg.AssetExecutionContext, warehouse: Warehouse) -
         EXPERIMENT_ANALYSIS.ensure(con)
         looks = con.execute("SELECT * FROM experiment_analysis WHERE is_primary").pl()
         records = con.execute("SELECT * FROM knowledge_records").pl()
-        evaluators = con.execute(load_sql("select_experiment_evaluators")).pl()
+        with transaction(con, cited_looks=cited_looks(looks)):
+            evaluators = con.execute(load_sql("select_look_evaluators")).pl()
         source = looks.select("experiment_id", "source").unique(subset="experiment_id", keep="first")
         new = promote(looks, records, evaluators, source)
         with transaction(con, records_batch=new):
