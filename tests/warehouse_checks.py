@@ -114,7 +114,7 @@ def row_differences(left: Counter, right: Counter, limit: int = 5) -> str:
 RUN_TIME_COLUMNS = {
     ("landing_manifest", "loaded_at"), ("landing_manifest", "superseded_at"), ("landing_manifest", "archive_path"),
     ("quarantine", "quarantined_at"), ("experiment_analysis", "analysed_at"), ("experiment_plans", "planned_at"),
-    ("knowledge_records", "recorded_at"), ("derived_state", "built_at"),
+    ("knowledge_records", "recorded_at"),
 }
 """(table, column) holding when or where a run wrote a row, not what it computed."""
 
@@ -123,7 +123,6 @@ BOOKKEEPING = {
     "internal.change_log": "what each pass changed, under the pass's sequence number: the history of the nights",
     "internal.change_cursors": "per derived table, the last sequence number read and a code fingerprint",
     "internal.staging_state": "per staged table, a version that grows with every staging and a fingerprint of those read",
-    "internal.derived_state": "fingerprints of staging versions and build times",
 }
 """Tables that number the passes that made a warehouse (not its state): two warehouses of the same
 files reached by different sequences of runs (night by night, or with killed runs) differ there."""

@@ -31,7 +31,6 @@ SCHEMA_FILES: tuple[str, ...] = (
     "create_landing_manifest",
     "create_pending_days",
     "create_staging_state",
-    "create_derived_state",
     "create_change_log",
     "create_change_cursors",
     "create_change_sequence",
@@ -163,11 +162,6 @@ def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     return bool(con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?", [schema or "main", bare]
     ).fetchone()[0])
-
-
-def is_writable(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether ``con`` may write (a read-only connection may not)."""
-    return not con.execute("SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:

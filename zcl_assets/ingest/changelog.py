@@ -101,11 +101,6 @@ def advance(con: duckdb.DuckDBPyConnection, consumer: str, fingerprint: str, cha
     )
 
 
-def forget(con: duckdb.DuckDBPyConnection, consumer: str) -> None:
-    """Drop ``consumer``'s cursor: its next pass rebuilds in full (its table was replaced or lost)."""
-    con.execute("DELETE FROM internal.change_cursors WHERE consumer = ?", [consumer])
-
-
 def prune(con: duckdb.DuckDBPyConnection) -> int:
     """Delete the rows every consumer of their source has read; returns how many.
 

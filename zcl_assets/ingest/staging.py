@@ -145,16 +145,6 @@ def pending_days(con: duckdb.DuckDBPyConnection, table: str, days: Sequence[str]
     return pending if days is None else [d for d in pending if d in set(days)]
 
 
-def needs_staging(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    """True when ``table`` has pending days or a table its rules read changed since."""
-    if pending_days(con, table):
-        return True
-    consumer = CONTRACTS[table].staged_table
-    if not DEPENDENCIES[table]:
-        return False
-    return changelog.has_changes(con, changelog.changes_since(con, consumer, rules_fingerprint(table)))
-
-
 def stage_table(con: duckdb.DuckDBPyConnection, table: str, days: Sequence[str] | None = None) -> StageResult:
     """Stage the pending days of ``table`` (those among ``days`` when given) and re-check what
     their changes and the changes of its dependencies touch (see the module doc).
