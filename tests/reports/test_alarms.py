@@ -72,6 +72,19 @@ def test_an_srm_mismatch_leads_the_alarms_and_the_verdict():
     assert verdict.index("guardrail tokens breached") < verdict.index("**Decision: invalid")
 
 
+@pytest.mark.parametrize(("fired", "kind", "title"), [
+    ({"imbalance_fired": True, "imbalance_p_value": 0.004}, "outcome_imbalance", "outcomes imbalanced"),
+    ({"contract_violations_fired": True, "contract_violation_p": 0.002, "contract_violation_share": 0.12},
+     "contract_violations", "rows rejected"),
+])
+def test_an_imbalance_or_too_many_rejected_rows_is_named_from_the_looks_flag(fired, kind, title):
+    looked = view(rows=[comparison(decision="invalid", decision_reason="rule 1", **fired)])
+    assert [(a.kind, a.title) for a in looked.alarms] == [(kind, title)]
+    # the flag is what the look decided on: a small p without it (another epoch, a reopen) names no such alarm
+    quiet = {k: (False if k.endswith("_fired") else v) for k, v in fired.items()}
+    assert [a.kind for a in view(rows=[comparison(decision="invalid", **quiet)]).alarms] == ["invalid"]
+
+
 def test_an_experiment_without_alarm_has_a_plain_heading():
     assert headline(view(rows=[comparison(decision="adopt")])) == "### ADOPT"
 

@@ -23,7 +23,8 @@ def comparison(**figures) -> dict:
         "mean_control": 0.5, "mean_treatment": 0.51, "variance_control": 0.25, "variance_treatment": 0.25,
         "srm_fired": False, "srm_sequential_p": 0.8, "srm_chisquare_p": 0.7, "srm_test": "known allocation (Lindon-Malek)",
         "srm_units_control": 510, "srm_units_treatment": 505, "planned_n_per_arm": 1000.0, "information_fraction": 0.5,
-        "days_to_plan": 10.0, "baseline_drift": False, "imbalance_p_value": 0.9, "contract_violation_share": 0.0,
+        "days_to_plan": 10.0, "baseline_drift": False, "imbalance_p_value": 0.9, "imbalance_fired": False,
+        "contract_violation_share": 0.0, "contract_violations_fired": False,
         "contract_violation_p": 1.0, "status": "active", "source": "sessions", "estimand": "difference in proportions",
         "analysis_unit": "session", "guardrail_status": None,
     }

@@ -30,7 +30,6 @@ import polars as pl
 
 from zcl_assets.reports.methods import NOT_COMPUTED
 from zcl_assets.stats.decision import Label
-from zcl_assets.stats.srm import SRM_ALPHA
 
 
 class ExperimentView(Protocol):
@@ -141,17 +140,19 @@ def baseline_drift(view: ExperimentView) -> Alarm | None:
 
 def outcome_imbalance(view: ExperimentView) -> Alarm | None:
     """Verified outcomes do not follow the split of the units assigned (anytime-valid test)."""
-    values = [r["imbalance_p_value"] for r in view.primary_rows() if _real(r.get("imbalance_p_value"))]
-    if not values or min(values) >= SRM_ALPHA or view.decision != Label.INVALID.value:
+    rows = view.primary_rows()
+    if not any(r.get("imbalance_fired") is True for r in rows) or view.decision != Label.INVALID.value:
         return None
+    values = [r["imbalance_p_value"] for r in rows if _real(r.get("imbalance_p_value"))]
+    p = f" (p {_p(min(values))})" if values else ""
     return Alarm("outcome_imbalance", "outcomes imbalanced",
-                 f"verified outcomes do not follow the split of the units assigned (p {_p(min(values))})")
+                 f"verified outcomes do not follow the split of the units assigned{p}")
 
 
 def contract_violations(view: ExperimentView) -> Alarm | None:
     """Too many of the experiment's rows were quarantined or excluded (anytime-valid test)."""
-    rows = [r for r in view.primary_rows() if _real(r.get("contract_violation_p"))]
-    if not rows or min(r["contract_violation_p"] for r in rows) >= SRM_ALPHA or view.decision != Label.INVALID.value:
+    rows = view.primary_rows()
+    if not any(r.get("contract_violations_fired") is True for r in rows) or view.decision != Label.INVALID.value:
         return None
     shares = [r["contract_violation_share"] for r in rows if _real(r.get("contract_violation_share"))]
     share = f"{max(shares):.1%} of its rows" if shares else "too many of its rows"
