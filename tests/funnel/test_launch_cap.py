@@ -75,3 +75,19 @@ def test_caps_are_per_organization_and_utc_day(tmp_path):
     build_funnel(con, budgets)
     rows = con.execute("SELECT admission_id, launch_slot, launch_cap, within_launch_cap FROM admission_states ORDER BY 1").fetchall()
     assert rows == [("a", 1, 1, True), ("b", 2, 1, False), ("c", 1, 1, True), ("d", 1, 4, True)]
+
+
+def test_the_attempt_cap_is_its_own_not_the_launch_cap(tmp_path):
+    budgets_file = tmp_path / "budgets.yaml"
+    budgets_file.write_text("defaults:\n  launch_cap_per_day: 2\n  attempt_cap_per_day: 5\n"
+                            "organizations:\n  o2:\n    launch_cap_per_day: 3\n    attempt_cap_per_day: 1\n", encoding="utf-8")
+    budgets = load_budgets(budgets_file)
+    # six admissions a day in each organization, none launched: only the attempt cap applies
+    events = [{"admission_id": f"{org}-{k}", "state": "admitted", "minute": 10 + k, "org_id": org}
+              for org in ("o1", "o2") for k in range(6)]
+    con = ledger(events)
+    build_funnel(con, budgets)
+    rows = con.execute("SELECT org_id, attempt_cap, count(*) FILTER (WHERE within_attempt_cap) FROM admission_states "
+                       "GROUP BY ALL ORDER BY 1").fetchall()
+    # o1 takes the default attempt cap 5 (not the default launch cap 2); o2 its own 1 (not its launch cap 3)
+    assert rows == [("o1", 5, 5), ("o2", 1, 1)]

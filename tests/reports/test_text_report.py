@@ -187,3 +187,15 @@ def test_rejected_rows_are_attributed_to_their_experiment(looked):
         for v in views for r in v.quarantine.iter_rows(named=True)
     }
     assert found == expected and found  # the simulator's dirty rows land in some experiments
+
+
+def test_each_arm_row_of_the_overview_shows_its_own_decision():
+    from tests.reports.views import comparison, view
+    from zcl_assets.reports.text import overview_rows
+
+    arms = [{"name": "control", "allocation": 0.34}, {"name": "b", "allocation": 0.33}, {"name": "c", "allocation": 0.33}]
+    looked = view(rows=[comparison(treatment_arm="b", decision="adopt", decision_reason="b is better"),
+                        comparison(treatment_arm="c", decision="continue", decision_reason="collecting")], arms=arms)
+    rows = overview_rows([looked])
+    # one row per arm, each with its own decision (the experiment's headline is b's adopt; c still collects)
+    assert [(r[0], r[2]) for r in rows] == [("adopt", "b"), ("continue", "c")]
