@@ -7,6 +7,7 @@ import duckdb
 import pytest
 
 from contracts.tables import CONTRACTS
+from tests.warehouse_checks import run_one_night
 from zcl_assets.definitions import build_resources
 from zcl_assets.defs.nightly import nightly_schedule
 from zcl_assets.runner import run_night
@@ -29,14 +30,9 @@ DIRTY_TO_RULE = {
 def simulated(tmp_path_factory):
     root = tmp_path_factory.mktemp("sim")
     landing, warehouse = root / "landing", root / "warehouse.duckdb"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ZCL_LANDING_DIR", str(landing))
-        mp.setenv("ZCL_WAREHOUSE", str(warehouse))
-        summary = simulate_sessions(landing, seed=20261129, start="2026-10-01", days=45)
-        with dg.DagsterInstance.ephemeral() as instance:
-            results = run_night(instance, "2026-11-20")
-        assert results and all(r.success for r in results)
-        yield summary, warehouse, landing
+    summary = simulate_sessions(landing, seed=20261129, start="2026-10-01", days=45)
+    run_one_night(landing, warehouse, "2026-11-20")
+    return summary, warehouse, landing
 
 
 def test_every_dirty_row_is_quarantined_with_its_rule(simulated):

@@ -3,13 +3,12 @@ for a true gain, for none, and for tasks still short of their minimum sample."""
 
 import json
 
-import dagster as dg
 import duckdb
 import numpy as np
 import pytest
 from scipy import stats
 
-from zcl_assets.runner import run_night
+from tests.warehouse_checks import run_one_night
 from zcl_assets.simulation.memory_runs import simulate_memory_runs
 
 # Four tasks of 200 runs per arm: a task's gain has a standard error near 0.02, and the HKSJ
@@ -22,17 +21,12 @@ NO_GAIN = {"routing": 0.0, "summarize": 0.0, "codegen": 0.0, "triage": 0.0}
 def memory_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("memory")
     landing, warehouse = root / "landing", root / "warehouse.duckdb"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ZCL_LANDING_DIR", str(landing))
-        mp.setenv("ZCL_WAREHOUSE", str(warehouse))
-        gainful = simulate_memory_runs(landing, seed=11, org_id="gainful", tasks=TRUE_GAIN, runs_per_arm=200)
-        flat = simulate_memory_runs(landing, seed=12, org_id="flat", tasks=NO_GAIN, runs_per_arm=200)
-        young = simulate_memory_runs(landing, seed=13, org_id="young", tasks={"routing": 0.1, "codegen": 0.1},
-                                     runs_per_arm=30)
-        with dg.DagsterInstance.ephemeral() as instance:
-            results = run_night(instance, "2026-09-20")
-        assert results and all(r.success for r in results)
-        yield warehouse, landing, {"gainful": gainful, "flat": flat, "young": young}
+    gainful = simulate_memory_runs(landing, seed=11, org_id="gainful", tasks=TRUE_GAIN, runs_per_arm=200)
+    flat = simulate_memory_runs(landing, seed=12, org_id="flat", tasks=NO_GAIN, runs_per_arm=200)
+    young = simulate_memory_runs(landing, seed=13, org_id="young", tasks={"routing": 0.1, "codegen": 0.1},
+                                 runs_per_arm=30)
+    run_one_night(landing, warehouse, "2026-09-20")
+    return warehouse, landing, {"gainful": gainful, "flat": flat, "young": young}
 
 
 def _pooled(warehouse, org):

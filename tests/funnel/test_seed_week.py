@@ -4,7 +4,7 @@ import dagster as dg
 import duckdb
 import pytest
 
-from zcl_assets.runner import run_night
+from tests.warehouse_checks import run_one_night
 from zcl_assets.simulation.admissions import write_seed_week
 
 # Seed note 001: "Thirty-two admissions produced thirteen launches and one useful observation."
@@ -25,20 +25,15 @@ def _checks(results) -> dict[str, dg.AssetCheckEvaluation]:
 def seed_week(tmp_path_factory):
     root = tmp_path_factory.mktemp("seed-week")
     landing, warehouse = root / "landing", root / "warehouse.duckdb"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ZCL_LANDING_DIR", str(landing))
-        mp.setenv("ZCL_WAREHOUSE", str(warehouse))
+    write_seed_week(landing, start="2026-09-01")
+    with dg.DagsterInstance.ephemeral() as instance:
+        first = run_one_night(landing, warehouse, "2026-09-08", instance)
+        with duckdb.connect(str(warehouse), read_only=True) as con:
+            counts_first = con.execute("SELECT * FROM funnel_stage_counts ORDER BY ALL").fetchall()
+        # land the same files again and run the night again: nothing doubles
         write_seed_week(landing, start="2026-09-01")
-        with dg.DagsterInstance.ephemeral() as instance:
-            first = run_night(instance, "2026-09-08")
-            assert first and all(r.success for r in first)
-            with duckdb.connect(str(warehouse), read_only=True) as con:
-                counts_first = con.execute("SELECT * FROM funnel_stage_counts ORDER BY ALL").fetchall()
-            # land the same files again and run the night again: nothing doubles
-            write_seed_week(landing, start="2026-09-01")
-            second = run_night(instance, "2026-09-08")
-            assert second and all(r.success for r in second)
-        yield warehouse, first, counts_first
+        run_one_night(landing, warehouse, "2026-09-08", instance)
+    return warehouse, first, counts_first
 
 
 def test_counts_per_stage_are_the_notes(seed_week):

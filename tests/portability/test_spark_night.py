@@ -34,22 +34,12 @@ from tests.end_to_end import landing_history as lh
 from tests.end_to_end.synthetic_world import AS_OF, build_world
 from tests.end_to_end.test_bad_input import EXPECTED_RULES, write_bad_landing
 from tests.end_to_end.test_incremental_equals_fresh import COMPARED, NOT_COMPARED
-from tests.portability.test_spark import _require_spark
 from tests.warehouse_checks import conservation_gaps, exact_rows, row_differences, run_one_night, warehouse_tables
-from zcl_assets.portability import spark as portability
 
 SPARK_NIGHTS = (lh.REGISTRATION_LANDS, lh.CORRECTION_NIGHT, lh.HELD_SESSIONS_LAND)
 """Nights of the history run on both engines: a held registration released; corrected files;
 then, landed together, removed files, late outcomes, a re-evaluation and sessions that land
 after their outcomes."""
-
-
-@pytest.fixture(scope="module")
-def spark():
-    _require_spark()
-    session = portability.spark_session()
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

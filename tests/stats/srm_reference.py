@@ -166,24 +166,10 @@ def srm_sequential(
 
 
 def srm_constancy(counts, window: int = CONSTANCY_WINDOW, looks_axis: int = -2) -> SequentialSRMResult:
-    """Anytime-valid test that an undeclared split stays constant across looks.
-
-    When the allocation was never declared (aggregate exports such as the ASOS data), the
-    null is composite: arms receive units in constant but unknown shares ``theta``. The
-    test is a universal-inference e-process (Wasserman, Ramdas and Balakrishnan 2020)
-    with a predictable plug-in alternative:
-
-        E_t = prod_{2 <= p <= t} Mult(x_p; n_p, theta~_p) / sup_theta prod_{2 <= p <= t} Mult(x_p; n_p, theta),
-
-    with ``x_p`` the units that arrived between look ``p - 1`` and look ``p`` and
-    ``theta~_p = (R_p + 1/2) / (|R_p| + k/2)`` the split of the units that arrived in the
-    ``window`` looks before look ``p`` (Krichevsky-Trofimov smoothing). ``theta~_p`` is fixed
-    before ``x_p`` is seen and the supremum is at least the likelihood of the true
-    ``theta``, so ``E_t`` is bounded by a test martingale under every constant split, and
-    ``p_t = min(1, 1 / max_{s <= t} E_s)`` is anytime valid. A split that is unequal by
-    design but constant does not fire; after a change the recent split predicts the new
-    arrivals better than any single split does, and ``E_t`` grows. The first look only
-    seeds the prediction. Multinomial coefficients cancel.
+    """Reference form of the constancy e-process of ``zcl_assets.stats.srm.srm_constancy``
+    (Wasserman, Ramdas and Balakrishnan 2020, universal inference with a Krichevsky-Trofimov
+    plug-in over the last ``window`` looks; the method is described there), written over one
+    looks axis, without epochs, look by look, as an oracle for the vectorised form.
 
     Args:
         counts: Cumulative units per arm at successive looks, shape ``(..., looks, k)``;
