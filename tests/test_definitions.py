@@ -47,3 +47,15 @@ def test_every_asset_has_group_kinds_and_description():
         assert node.group_name in {"sources", "landing", "staging", "experience", "analysis", "funnel", "reports"}, key
         assert node.kinds, key
         assert node.description, key
+
+
+def test_every_check_is_evaluated_by_its_assets_own_step():
+    # a check of its own would be a Dagster step of its own, which every night pays for (docs/performance.md)
+    graph = defs().resolve_asset_graph()
+    for key in graph.asset_check_keys:
+        assert key.asset_key in graph.get_execution_set_asset_and_check_keys(key), key
+    funnel = {(c.asset_key.to_user_string(), c.name) for c in graph.asset_check_keys if c.asset_key.path[-1] in
+              {"admission_states", "exploration_share"}}
+    assert funnel == {("admission_states", n) for n in ("admission_event_conservation", "launch_cap", "attempt_cap",
+                                                         "arm_diversity", "stalled_admissions")} | {
+        ("exploration_share", "exploration_rate")}

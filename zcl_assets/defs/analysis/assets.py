@@ -19,6 +19,7 @@ from zcl_assets.analysis.registration import (
     refusal_quarantine,
 )
 from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS, EXPERIMENT_PLANS, KNOWLEDGE_RECORDS
+from zcl_assets.defs.analysis import checks
 from zcl_assets.experience.build import build_experience, build_verification_records
 from zcl_assets.ingest import changelog
 from zcl_assets.reports.markdown import markdown_table
@@ -68,6 +69,7 @@ def verification_records(context: dg.AssetExecutionContext, warehouse: Warehouse
     group_name="experience",
     kinds={"duckdb"},
     pool="duckdb",
+    check_specs=[checks.ASSIGNMENT_CONSERVATION],
 )
 def experience(context: dg.AssetExecutionContext, warehouse: Warehouse, engine: ComputeEngine) -> dg.MaterializeResult:
     """The analysis fact table: one row per (experiment, session) with its arm, unit and verified
@@ -81,6 +83,7 @@ def experience(context: dg.AssetExecutionContext, warehouse: Warehouse, engine: 
             "SELECT rule, count(*) AS rows FROM quarantine WHERE stage = 'experience' GROUP BY ALL ORDER BY ALL"
         ).pl()
         kept = con.execute("SELECT count(*) FROM experience").fetchone()[0]
+        conserved = checks.assignment_conservation(con)
     by_rule = pl.concat([excluded, pl.DataFrame({"rule": ["kept"], "rows": [kept]})], how="vertical_relaxed")
     return dg.MaterializeResult(
         metadata={
@@ -88,7 +91,8 @@ def experience(context: dg.AssetExecutionContext, warehouse: Warehouse, engine: 
             "assignments_by_rule": dg.MetadataValue.md(markdown_table(by_rule)),
             "rebuilt": rebuilt,
             "engine": engine.engine,
-        }
+        },
+        check_results=[conserved],
     )
 
 
@@ -160,6 +164,7 @@ def experiment_plans(context: dg.AssetExecutionContext, config: PlanConfig, ware
     group_name="analysis",
     kinds={"duckdb", "scipy", "statsmodels"},
     pool="duckdb",
+    check_specs=[checks.SAMPLE_RATIO],
 )
 def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, warehouse: Warehouse,
                         engine: ComputeEngine) -> dg.MaterializeResult:
@@ -184,6 +189,7 @@ def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, w
             con.execute(load_sql("delete_looks"), {"as_of": as_of})
             con.execute(load_sql("insert_look"))
             pruned = changelog.prune(con)  # the change log keeps what some table has still to read
+        ratio = checks.sample_ratio(con, as_of)
     nights = written.select("as_of").unique()
     latest = look.filter((pl.col("as_of") == pl.lit(as_of).str.to_date()) & pl.col("is_primary"))
     counts = latest.group_by("decision").len().sort("decision")
@@ -207,7 +213,8 @@ def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, w
                     ).head(60)
                 )
             ),
-        }
+        },
+        check_results=[ratio],
     )
 
 

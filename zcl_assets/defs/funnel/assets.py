@@ -4,6 +4,7 @@ import dagster as dg
 import polars as pl
 
 from resources import Warehouse
+from zcl_assets.defs.funnel import checks
 from zcl_assets.defs.funnel.metadata import chart, table
 from zcl_assets.funnel.budgets import load_budgets
 from zcl_assets.funnel.build import build_exploration_share, build_funnel
@@ -59,7 +60,7 @@ def _funnel_specs() -> list[dg.AssetSpec]:
     ]
 
 
-@dg.multi_asset(specs=_funnel_specs(), pool="duckdb")
+@dg.multi_asset(specs=_funnel_specs(), check_specs=list(checks.ADMISSION_CHECKS), pool="duckdb")
 def funnel(context: dg.AssetExecutionContext, config: FunnelConfig, warehouse: Warehouse):
     budgets = load_budgets(config.budgets_file or None)
     with warehouse.connect() as con:
@@ -75,6 +76,7 @@ def funnel(context: dg.AssetExecutionContext, config: FunnelConfig, warehouse: W
             "FROM information_yield WHERE task_type = '(all)' ORDER BY org_id"
         ).pl()
         yield_rows = con.execute("SELECT count(*) FROM information_yield").fetchone()[0]
+        checked = checks.admission_results(con)
     yield dg.MaterializeResult(
         asset_key="admission_states",
         metadata={
@@ -85,6 +87,7 @@ def funnel(context: dg.AssetExecutionContext, config: FunnelConfig, warehouse: W
             "by_state": table(states),
             "budgets": dg.MetadataValue.path(budgets.source),
         },
+        check_results=checked,
     )
     stage_frame = pl.DataFrame(
         [{"org_id": org, **row} for org, rows in stages.items() for row in rows],
@@ -111,7 +114,8 @@ def funnel(context: dg.AssetExecutionContext, config: FunnelConfig, warehouse: W
     )
 
 
-@dg.asset(deps=[dg.AssetKey("staged_sessions")], group_name="funnel", kinds={"duckdb", "statsmodels"}, pool="duckdb")
+@dg.asset(deps=[dg.AssetKey("staged_sessions")], group_name="funnel", kinds={"duckdb", "statsmodels"}, pool="duckdb",
+          check_specs=[checks.EXPLORATION_RATE])
 def exploration_share(context: dg.AssetExecutionContext, config: FunnelConfig, warehouse: Warehouse) -> dg.MaterializeResult:
     """Exploration monitor: per organization and task type, the share of sessions that explored (took part in
     an experiment or were launched by an exploration admission) with its 95% Wilson interval, against the
@@ -120,6 +124,7 @@ def exploration_share(context: dg.AssetExecutionContext, config: FunnelConfig, w
     budgets = load_budgets(config.budgets_file or None)
     with warehouse.connect() as con:
         rows = build_exploration_share(con, budgets)
+        rate = checks.exploration_rate(con)
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": rows.height,
@@ -127,6 +132,7 @@ def exploration_share(context: dg.AssetExecutionContext, config: FunnelConfig, w
             "below_base": rows.filter(pl.col("status") == "below_base").height,
             "exploration_share": table(rows.select("org_id", "task_type", "sessions", "explored", "share", "ci_low", "ci_high",
                                                    "rate_low", "rate_high", "status")),
-        }
+        },
+        check_results=[rate],
     )
 

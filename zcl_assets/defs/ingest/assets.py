@@ -14,6 +14,7 @@ import polars as pl
 from contracts.tables import CONTRACTS
 from resources import LandingStore, Warehouse
 from sql import load_sql
+from zcl_assets.defs.ingest.checks import checked_days, staged_check_results, staged_check_specs
 from zcl_assets.defs.ingest.partitions import landing_days, run_days, single_run
 from zcl_assets.defs.metadata import table_metadata
 from zcl_assets.ingest.archive import load_table
@@ -77,6 +78,7 @@ def _build_staged_asset(table: str) -> dg.AssetsDefinition:
             "same rows as a fresh load."
         ),
         metadata={"contract": table_metadata(_contract_frame(table), f"Contract of {table}")},
+        check_specs=staged_check_specs(table),
     )
     def staged_asset(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
         with warehouse.connect() as con:
@@ -85,6 +87,7 @@ def _build_staged_asset(table: str) -> dg.AssetsDefinition:
             quarantined = con.execute(
                 "SELECT count(*) FROM quarantine WHERE source_table = ? AND stage = 'contract'", [table]
             ).fetchone()[0]
+            checks = staged_check_results(con, table, checked_days(con, table, run_days(context)))
         days = pl.DataFrame(
             result.days, schema={"partition_day": pl.String, "raw_rows": pl.Int64, "staged_rows": pl.Int64, "quarantined_rows": pl.Int64},
             orient="row",
@@ -102,7 +105,8 @@ def _build_staged_asset(table: str) -> dg.AssetsDefinition:
                 "days": table_metadata(days, "Days staged by this run, each with its own counts"),
                 "quarantined_by_rule": table_metadata(by_rule, "Quarantined rows of the staged days, by rule"),
                 "quarantine_preview": table_metadata(result.preview, "First quarantined rows of the staged days"),
-            }
+            },
+            check_results=checks,
         )
 
     return staged_asset
