@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: run test setup dev clean mutation
+.PHONY: run test test-long setup dev clean mutation
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -21,10 +21,14 @@ run: $(STAMP)
 	$(BIN)/zcl import bundled
 	$(BIN)/zcl run
 
-## Set up, lint, and run the tests and the docstring examples, on two workers (docs/testing.md).
+## Set up, lint, and run the tests and the docstring examples, on two workers, all but the long ones (docs/testing.md).
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -rs -n 2 --dist loadscope
+	$(BIN)/python -m pytest -q -rs -n 2 --dist loadscope -m "not slow and not long"
+
+## The long tests (robustness in child processes, many nights, Spark, the browser); CI runs both.
+test-long: $(STAMP)
+	$(BIN)/python -m pytest -q -rs -n 2 --dist loadscope -m "long and not slow"
 
 ## Mutation testing: killed / total planted bugs per folder (tens of minutes; docs/testing.md).
 mutation: $(STAMP)

@@ -72,8 +72,28 @@ def pytest_xdist_make_scheduler(config, log):
     return WorkerGroups(config, log)
 
 
+LONG_TESTS = (
+    # robustness: runs killed, crashed or started at once, in child processes
+    "tests/end_to_end/test_fault_injection.py", "tests/end_to_end/test_killed_nights.py",
+    "tests/end_to_end/test_killed_run.py", "tests/end_to_end/test_concurrent_first_runs.py",
+    # many nights compared with fresh loads, bit by bit
+    "tests/end_to_end/test_incremental_equals_fresh.py", "tests/end_to_end/test_corrections.py",
+    "tests/end_to_end/test_bit_identical.py", "tests/end_to_end/test_quiet_night.py",
+    "tests/end_to_end/test_no_secret_anywhere.py", "tests/end_to_end/test_world_decisions.py",
+    "tests/end_to_end/test_ab_export_pipeline.py", "tests/sources/test_postgres_nights.py",
+    # the other engine, the browser, and the largest property and reference sweeps
+    "tests/portability/", "tests/reports/test_browser.py", "tests/ingest/test_contract_properties.py",
+    "tests/stats/test_multiplicity.py::test_holm_steps_matches_statsmodels_on_many_families_and_reads_levels",
+)
+"""Tests that ``make test`` leaves to ``make test-long`` (marker ``long``), so that the first finishes
+in under 5 minutes on 2 cores; CI (``.ci/run``) runs both, so every test runs there."""
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under the mutation runner, order the tests cheapest level first."""
+    """Mark the :data:`LONG_TESTS`; under the mutation runner, order the tests cheapest level first."""
+    for item in items:
+        if item.nodeid.startswith(LONG_TESTS):
+            item.add_marker(pytest.mark.long)
     if os.environ.get("ZCL_HYPOTHESIS_PROFILE") == "mutation":
         def rank(item):
             return next((i for i, prefix in enumerate(MUTATION_ORDER) if item.nodeid.startswith(prefix)), len(MUTATION_ORDER))
