@@ -1,19 +1,43 @@
 -- Who decided the verified outcomes a look rests on (the citations of its knowledge record):
--- for every look of registered frame cited_looks(experiment_id, as_of, look_end), the evaluator
--- id, version and kind of each session's latest authoritative outcome recorded before the end
--- of the look's day (ties: evaluator id, then version, as the experience table chooses), for the
+-- for every look of registered frame cited_looks(experiment_id, as_of), the evaluator id,
+-- version and kind of each session's latest authoritative outcome recorded before the end of
+-- the look's day (ties: evaluator id, then version, as the experience table chooses), for the
 -- experiment's sessions assigned before it: the outcomes that look counts
 -- (aggregate_arm_day_sums.sql), not those recorded on later nights.
-WITH outcomes AS (
-    SELECT l.experiment_id, l.as_of, v.evaluator_id, v.evaluator_version, v.evaluator_kind,
-           row_number() OVER (PARTITION BY l.experiment_id, l.as_of, v.session_id
-                              ORDER BY v.recorded_at DESC, v.evaluator_id, v.evaluator_version) AS k
-    FROM cited_looks l
-    JOIN experience x ON x.experiment_id = l.experiment_id AND x.assigned_at < l.look_end
-    JOIN verification_records v ON v.session_id = x.session_id AND v.authoritative AND v.recorded_at < l.look_end
+--
+-- An outcome is the current one of its session at the looks from the day it enters (the later
+-- of assignment and recording) to the day before the next outcome of the session is recorded;
+-- a session with one authoritative outcome keeps it from then on. So each evaluator is cited
+-- from the first day one of its outcomes enters, and an outcome replaced later only up to the
+-- day before: a few day ranges per evaluator, whatever the number of sessions.
+WITH experiments AS (
+    SELECT DISTINCT experiment_id FROM cited_looks
+), ranges AS (
+    SELECT experiment_id, evaluator_id, evaluator_version, evaluator_kind,
+           CAST(greatest(assigned_at, recorded_at) AS DATE) AS from_day, CAST(NULL AS DATE) AS to_day
+    FROM experience SEMI JOIN experiments USING (experiment_id)
+    WHERE authoritative_outcomes = 1
+    UNION ALL
+    SELECT experiment_id, evaluator_id, evaluator_version, evaluator_kind,
+           CAST(greatest(assigned_at, recorded_at) AS DATE) AS from_day, CAST(replaced_at AS DATE) - 1 AS to_day
+    FROM (
+        SELECT x.experiment_id, x.assigned_at, v.recorded_at, v.evaluator_id, v.evaluator_version, v.evaluator_kind,
+               lead(v.recorded_at) OVER (PARTITION BY x.experiment_id, x.session_id
+                                         ORDER BY v.recorded_at, v.evaluator_id DESC, v.evaluator_version DESC) AS replaced_at
+        FROM experience x SEMI JOIN experiments USING (experiment_id)
+        JOIN verification_records v ON v.session_id = x.session_id AND v.authoritative
+        WHERE x.authoritative_outcomes > 1
+    )
+), spans AS (
+    SELECT experiment_id, evaluator_id, evaluator_version, evaluator_kind, to_day, min(from_day) AS from_day
+    FROM ranges GROUP BY ALL
+), cited AS (
+    SELECT DISTINCT l.experiment_id, l.as_of, s.evaluator_id, s.evaluator_version, s.evaluator_kind
+    FROM cited_looks l JOIN spans s ON s.experiment_id = l.experiment_id
+     AND s.from_day <= l.as_of AND (s.to_day IS NULL OR l.as_of <= s.to_day)
 )
 SELECT experiment_id, as_of,
        to_json(list({'evaluator_id': evaluator_id, 'evaluator_version': evaluator_version,
                      'evaluator_kind': evaluator_kind} ORDER BY evaluator_kind, evaluator_id, evaluator_version)) AS evaluators
-FROM (SELECT DISTINCT experiment_id, as_of, evaluator_id, evaluator_version, evaluator_kind FROM outcomes WHERE k = 1)
+FROM cited
 GROUP BY ALL

@@ -69,13 +69,11 @@ def _walk(looks: pl.DataFrame) -> pl.DataFrame:
 
 
 def cited_looks(looks: pl.DataFrame) -> pl.DataFrame:
-    """``experiment_id, as_of, look_end`` of the looks a record may cite: every look of the walk
-    and each experiment's latest (a withdrawal cites it). ``look_end`` is the end of the look's
-    UTC day, before which its outcomes were recorded (``select_look_evaluators.sql``)."""
+    """``experiment_id, as_of`` of the looks a record may cite: every look of the walk and each
+    experiment's latest (a withdrawal cites it); ``select_look_evaluators.sql`` gives their evaluators."""
     latest = looks.group_by("experiment_id").agg(pl.col("as_of").max())
-    cited = pl.concat([_walk(looks).select("experiment_id", "as_of"), latest.select("experiment_id", "as_of")]).unique()
-    return cited.sort("experiment_id", "as_of").with_columns(
-        (pl.col("as_of").cast(pl.Datetime("us", "UTC")) + pl.duration(days=1)).alias("look_end"))
+    cited = pl.concat([_walk(looks).select("experiment_id", "as_of"), latest.select("experiment_id", "as_of")])
+    return cited.unique().sort("experiment_id", "as_of")
 
 
 def _to_append(walk: pl.DataFrame, looks: pl.DataFrame, last: dict, ev: dict) -> list[dict]:
