@@ -9,8 +9,9 @@ stored days (the ``select_*`` SQL that ``look.py`` reads).
 
 What a night recomputes comes from the change log (``zcl_assets.ingest.changelog``): an
 experiment is *dirty* from a day on (``from_day``) when an experience row assigned that day
-or an aggregate export's snapshot of that day changed, and from its first day when its registration, its status events or the frames the
-SQL is given (analysed metrics, strata, epochs) changed. Its stored rows from that day on are
+or an aggregate export's snapshot of that day changed, and from its first day when its
+registration, its status events or the frames the SQL is given (analysed metrics, strata,
+epochs) changed. Its stored rows from that day on are
 deleted and computed again by the same SQL a first build runs over every day, and every row
 of a day depends only on data of that day and earlier, so a sequence of nights gives the
 tables of a fresh build exactly (HUGEINT sums: the order of summation changes nothing).
