@@ -23,11 +23,12 @@ import polars as pl
 from sql import load_sql
 from zcl_assets.analysis.design import comparisons
 from zcl_assets.analysis.engine import STAT_COLUMNS, LookInputs, analyse
-from zcl_assets.analysis.look_state import read_state, update_look_state
+from zcl_assets.analysis.look_state import StateUpdate, read_state, update_look_state
 from zcl_assets.analysis.metrics import CATALOGUE, metric_spec
 from zcl_assets.analysis.registration import allocation_changes, decode_arms
 from zcl_assets.engine import DUCKDB, Engine
 from zcl_assets.stats.decision import STALLED_AFTER_DAYS
+from zcl_assets.warehouse import transaction
 
 UTC = dt.timezone.utc
 TS = pl.Datetime("us", "UTC")
@@ -218,8 +219,13 @@ def state_frames(con: duckdb.DuckDBPyConnection, as_of: str) -> dict[str, pl.Dat
 
 def refresh_state(con: duckdb.DuckDBPyConnection, as_of: str, fresh: bool = False, engine: Engine = DUCKDB) -> pl.DataFrame:
     """Update the look's stored state for what changed (``look_state.update_look_state``, its SQL
-    run by ``engine``); returns the dirty experiments ``experiment_id, from_day``."""
-    return update_look_state(con, state_frames(con, as_of), fresh=fresh, engine=engine)
+    run by ``engine``) and move its cursor at once (no look is written from it); returns the dirty
+    experiments ``experiment_id, from_day``."""
+    update = update_look_state(con, state_frames(con, as_of), fresh=fresh, engine=engine)
+    if not fresh:
+        with transaction(con):
+            update.commit(con)
+    return update.dirty
 
 
 def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = False) -> LookInputs:
@@ -273,11 +279,12 @@ def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = F
     )
 
 
-def take_looks(con: duckdb.DuckDBPyConnection, as_of: str, engine: Engine = DUCKDB) -> tuple[pl.DataFrame, pl.DataFrame]:
+def take_looks(con: duckdb.DuckDBPyConnection, as_of: str, engine: Engine = DUCKDB) -> tuple[pl.DataFrame, StateUpdate]:
     """Every night of every experiment up to ``as_of``, from the state brought up to date by
-    ``engine``: ``(looks, dirty experiments with their from_day)``."""
-    dirty = refresh_state(con, as_of, engine=engine)
-    return analyse(read_inputs(con, as_of)), dirty
+    ``engine``: ``(looks, the state's update)``. The caller writes the looks and runs
+    ``update.commit`` in one transaction, so a run killed between the two loses no change."""
+    update = update_look_state(con, state_frames(con, as_of), engine=engine)
+    return analyse(read_inputs(con, as_of)), update
 
 
 def take_look(con: duckdb.DuckDBPyConnection, as_of: str, fresh: bool = False) -> pl.DataFrame:

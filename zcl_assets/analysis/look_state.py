@@ -20,6 +20,7 @@ tables of a fresh build exactly (HUGEINT sums: the order of summation changes no
 from __future__ import annotations
 
 import datetime as dt
+from typing import NamedTuple
 
 import duckdb
 import polars as pl
@@ -85,9 +86,28 @@ def ensure_state(con: duckdb.DuckDBPyConnection, temp: bool = False) -> None:
         con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
 
 
+class StateUpdate(NamedTuple):
+    """What :func:`update_look_state` applied: the dirty experiments ``experiment_id, from_day``
+    (empty when nothing changed) and the change-log position they were read up to."""
+
+    dirty: pl.DataFrame
+    fingerprint: str
+    changes: changelog.Changes
+    fresh: bool
+
+    def commit(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Move the state's cursor past the changes, inside the transaction that writes the looks
+        they change: a run killed before that write reads the same changes again (the state's
+        rows are replaced from each dirty day, so applying them twice gives the same rows),
+        and no look is left unwritten. Nothing for a ``fresh`` build."""
+        if not self.fresh:
+            changelog.advance(con, "look_state", self.fingerprint, self.changes)
+
+
 def update_look_state(con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataFrame], fresh: bool = False,
-                      engine: Engine = DUCKDB) -> pl.DataFrame:
-    """Bring the stored state up to date with the changes since the last update.
+                      engine: Engine = DUCKDB) -> StateUpdate:
+    """Bring the stored state up to date with the changes since the state's cursor; the cursor
+    itself moves with the looks written from them (:meth:`StateUpdate.commit`).
 
     Args:
         con: an open connection (write, unless ``fresh``).
@@ -99,7 +119,7 @@ def update_look_state(con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataF
             the warehouse's state tables either way.
 
     Returns:
-        The dirty experiments ``experiment_id, from_day`` (empty when nothing changed).
+        :class:`StateUpdate`, whose ``commit`` the caller runs in the transaction of its writes.
     """
     fingerprint = code_fingerprint(*(load_sql(n) for n in _SQL))
     if fresh:
@@ -116,12 +136,7 @@ def update_look_state(con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataF
         with transaction(con, dirty=dirty, dirty_days=days, dirty_experiments=experiments, quarantined_keys=keys,
                          frame_digests=digests, **frames):
             _apply(con, changes.full, dt.datetime.combine(from_day, dt.time(), tzinfo=dt.timezone.utc), engine)
-            if not fresh:
-                changelog.advance(con, "look_state", fingerprint, changes)
-    elif not fresh:
-        with transaction(con):
-            changelog.advance(con, "look_state", fingerprint, changes)
-    return dirty
+    return StateUpdate(dirty, fingerprint, changes, fresh)
 
 
 def _apply(con: duckdb.DuckDBPyConnection, full: bool, from_at: dt.datetime, engine: Engine) -> None:

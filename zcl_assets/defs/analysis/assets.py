@@ -181,13 +181,15 @@ def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, w
     as_of = config.day()
     with warehouse.connect() as con:
         recreated = EXPERIMENT_ANALYSIS.ensure(con)
-        look, dirty = take_looks(con, as_of, engine.open(warehouse))
+        look, update = take_looks(con, as_of, engine.open(warehouse))
+        dirty = update.dirty
         written = nights_to_write(look, dirty, as_of, everything=recreated)
         batch = look.join(written, on=["experiment_id", "as_of"], how="semi")
         with transaction(con, look_batch=batch, written_nights=written,
                          current_nights=look.select("experiment_id", "as_of").unique()):
             con.execute(load_sql("delete_looks"), {"as_of": as_of})
             con.execute(load_sql("insert_look"))
+            update.commit(con)  # the state's cursor moves with the looks written from its changes
             pruned = changelog.prune(con)  # the change log keeps what some table has still to read
         ratio = checks.sample_ratio(con, as_of)
     nights = written.select("as_of").unique()
