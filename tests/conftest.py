@@ -76,11 +76,13 @@ LONG_TESTS = (
     # robustness: runs killed, crashed or started at once, in child processes
     "tests/end_to_end/test_fault_injection.py", "tests/end_to_end/test_killed_nights.py",
     "tests/end_to_end/test_killed_run.py", "tests/end_to_end/test_concurrent_first_runs.py",
+    "tests/end_to_end/test_look_crash_window.py",
     # many nights compared with fresh loads, bit by bit
     "tests/end_to_end/test_incremental_equals_fresh.py", "tests/end_to_end/test_corrections.py",
     "tests/end_to_end/test_bit_identical.py", "tests/end_to_end/test_quiet_night.py",
     "tests/end_to_end/test_no_secret_anywhere.py", "tests/end_to_end/test_world_decisions.py",
     "tests/end_to_end/test_ab_export_pipeline.py", "tests/sources/test_postgres_nights.py",
+    "tests/importers/test_default_import_srm.py",
     # the other engine, the browser, and the largest property and reference sweeps
     "tests/portability/", "tests/reports/test_browser.py", "tests/ingest/test_contract_properties.py",
     "tests/stats/test_multiplicity.py::test_holm_steps_matches_statsmodels_on_many_families_and_reads_levels",
