@@ -34,10 +34,6 @@ What is not compared, and why:
 Every table not listed in :data:`COMPARED` or :data:`NOT_COMPARED` (a table added later) is
 compared whole by ``test_every_table_not_listed_equals_fresh``.
 
-A failing comparison on the current code is kept and marked ``xfail(strict=True)`` with the
-defect it shows (see :data:`KNOWN_DEFECTS`); fixing the defect makes it pass and the strict
-mark fail, so the mark is removed with the fix.
-
 ``ZCL_EVERY_NIGHT=1`` runs all 30 nights instead of 10.
 """
 
@@ -75,7 +71,6 @@ COMPARED: dict[str, dict] = {
     **{f"internal.{t}": {} for t in ("pending_days", "experience_exclusions", "loop_health_days", "explored_session_days")},
 }
 NOT_COMPARED = BOOKKEEPING
-KNOWN_DEFECTS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -143,17 +138,10 @@ def _rows(warehouse: Path, table: str) -> object:
         return exact_rows(con, table, spec.get("drop", ()), spec.get("where", ""), spec.get("columns"), params)
 
 
-def _marked(table: str):
-    if table in KNOWN_DEFECTS:
-        return pytest.param(table, marks=pytest.mark.xfail(strict=True, reason=KNOWN_DEFECTS[table]))
-    return table
-
-
-@pytest.mark.parametrize("table", [_marked(t) for t in COMPARED])
+@pytest.mark.parametrize("table", list(COMPARED))
 def test_a_table_after_the_nights_equals_the_fresh_load(loads, table):
     with duckdb.connect(str(loads.fresh), read_only=True) as con:
-        if table not in warehouse_tables(con):
-            pytest.skip(f"{table} is not in the fresh warehouse (see test_both_warehouses_hold_the_same_tables)")
+        assert table in warehouse_tables(con), f"{table} is listed in COMPARED but not in the fresh warehouse"
     assert row_differences(_rows(loads.incremental, table), _rows(loads.fresh, table)) == ""
 
 
