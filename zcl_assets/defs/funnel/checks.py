@@ -48,8 +48,12 @@ def admission_results(con: duckdb.DuckDBPyConnection) -> list[dg.AssetCheckResul
             stalled_admissions(con)]
 
 
+_BLOCKING = {spec.name for spec in ADMISSION_CHECKS if spec.blocking}
+
+
 def _result(name: str, passed: bool, asset: dg.AssetKey = ADMISSION_STATES, **fields) -> dg.AssetCheckResult:
-    severity = dg.AssetCheckSeverity.ERROR if name == "admission_event_conservation" else dg.AssetCheckSeverity.WARN
+    """A failing blocking check is an error (it stops what depends on its asset); the others warn."""
+    severity = dg.AssetCheckSeverity.ERROR if name in _BLOCKING else dg.AssetCheckSeverity.WARN
     return dg.AssetCheckResult(asset_key=asset, check_name=name, passed=passed, severity=severity, **fields)
 
 
