@@ -72,3 +72,24 @@ def test_an_experiment_of_sessions_without_an_assignment_yet_is_not_called_an_ag
         {"source": ["arm_snapshots"], "is_primary": [True], "verified_share": [None]},
         schema_overrides={"verified_share": pl.Float64}))
     assert verified_sentence(exported) == "verified share: not applicable (aggregate source, no outcomes)"
+
+
+def test_the_plan_reached_is_one_floored_figure_in_every_view():
+    # 996 of the 1,000 planned units: the decision's reason says 99% (rule 5 needs >= 100%), so no
+    # view may round it up to 100%; 1.115 reads 111% (the reason's floor), never 112%
+    from tests.reports import views
+    from zcl_assets.reports.formatting import plan_reached, progress_sentence
+    from zcl_assets.reports.html import render_html
+    from zcl_assets.reports.markdown import verdict_markdown
+    from zcl_assets.reports.plots import look_history
+
+    assert (plan_reached(0.996), plan_reached(1.115), plan_reached(None, "-")) == ("99%", "111%", "-")
+    row = views.comparison(information_fraction=0.996, n_control=996, n_treatment=1002)
+    shown = views.view(rows=[row])
+    history = look_history(shown).decode()
+    assert "99% of the plan reached (control units 996, 1,000 planned per arm)" in history
+    assert progress_sentence(shown).startswith("99% of the planned 1,000 units per arm")
+    assert "**Plan:** 99% of 1,000 units per arm" in verdict_markdown(shown)
+    assert table(overview_rows([shown]), OVERVIEW_COLUMNS)[2].split()[-3] == "99%"
+    page = render_html([shown], {})
+    assert "<td>99%</td>" in page and ">100%<" not in page and "Plan: 100%" not in page

@@ -70,6 +70,12 @@ def count(value: object) -> str:
     return f"{value:,.0f}" if abs(value) < LARGE else f"{value:.3g}"
 
 
+def plan_reached(value: object, missing: str = NOT_COMPUTED) -> str:
+    """The share of the plan reached, floored to a whole percent as in the decision's reason, so that
+    a comparison 0.4% short of its plan never reads 100% (one figure of it everywhere)."""
+    return f"{math.floor(value * 100):.0f}%" if _real(value) else missing
+
+
 def share(value: object) -> str:
     return f"{value:.1%}" if _real(value) else NOT_COMPUTED
 
@@ -144,7 +150,7 @@ def progress_sentence(view: ExperimentView) -> str:
         plan = f"planned sample unreachable ({reason})"
     else:
         fraction = view.information_fraction
-        reached = f"{fraction:.0%}" if fraction is not None else NOT_COMPUTED
+        reached = plan_reached(fraction)
         plan = f"{reached} of the planned {count(view.planned_per_arm)} units per arm"
     days = days_left_text(view)
     days_text = f"{days} days left" if view.days_left is not None and not view.stalled_since else f"days left: {days}"

@@ -30,6 +30,7 @@ from zcl_assets.reports.formatting import (
     number,
     p_value,
     per_user,
+    plan_reached,
     progress_sentence,
     quarantine_sentence,
     signed,
@@ -188,7 +189,7 @@ def _overview_rows(v: ExperimentView) -> list[str]:
             f"<td class=l>{_e(v.primary_metric + ' (' + direction_words(v.direction_of(v.primary_metric)) + ')') if i == 0 else ''}</td>"
             f"<td class=l>{_e(r['treatment_arm'] + ' vs ' + r['control_arm'])}</td>"
             f"<td>{_e(signed(r['difference']))}</td><td>{_e(interval(r['cs_low'], r['cs_high']))}</td>"
-            f"<td>{_e(f'{fraction:.0%}' if fraction is not None else '-')}</td>"
+            f"<td>{_e(plan_reached(fraction, '-'))}</td>"
             f"<td>{_e(_days_cell(v))}</td>"
             f"<td class=l>{_e(v.srm_status) if i == 0 else ''}</td></tr>"
         )

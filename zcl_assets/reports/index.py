@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from zcl_assets.reports.alarms import LABELS, SYMBOL
 from zcl_assets.reports.experiments import NOT_COMPUTED, ExperimentView
-from zcl_assets.reports.formatting import days_left_text, interval
+from zcl_assets.reports.formatting import days_left_text, interval, plan_reached
 from zcl_assets.reports.markdown import INLINE_LIMIT, experiment_link, text
 
 
@@ -43,7 +43,7 @@ def index_row(view: ExperimentView) -> IndexRow:
         experiment=view.experiment_id, group=view.attention, decision=view.decision,
         alarm_kind=alarm.kind if alarm else "", alarm=alarm.title if alarm else "",
         cs=(interval(first[0]["cs_low"], first[0]["cs_high"]) + more) if first else NOT_COMPUTED,
-        plan=f"{fraction:.0%}" if fraction is not None else "-",
+        plan=plan_reached(fraction, "-"),
         days_left="stalled" if view.stalled_since else days_left_text(view),
         srm=view.srm_status,
     )

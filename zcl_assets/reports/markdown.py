@@ -27,7 +27,7 @@ import polars as pl
 
 from zcl_assets.reports.alarms import SYMBOL
 from zcl_assets.reports.experiments import NOT_COMPUTED, ExperimentView
-from zcl_assets.reports.formatting import count, days_left_text, direction_words, interval, p_is
+from zcl_assets.reports.formatting import count, days_left_text, direction_words, interval, p_is, plan_reached
 from zcl_assets.reports.methods import DECIDING_INTERVAL, method_name
 
 _PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
@@ -137,7 +137,7 @@ def _plan(view: ExperimentView) -> str:
     fraction = view.information_fraction
     if not view.plan_reachable:
         return "unreachable"
-    return f"{fraction:.0%} of {count(view.planned_per_arm)} units per arm" if fraction is not None else NOT_COMPUTED
+    return f"{plan_reached(fraction)} of {count(view.planned_per_arm)} units per arm" if fraction is not None else NOT_COMPUTED
 
 
 def _lines(lines: list[str]) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from zcl_assets.reports.experiments import ExperimentView
-from zcl_assets.reports.formatting import count, direction_words, number
+from zcl_assets.reports.formatting import count, direction_words, number, plan_reached
 from zcl_assets.reports.svg import Axis, Canvas, finite, padded, shorten
 
 CS_COLOUR = "#1f5fa8"
@@ -176,7 +176,8 @@ def _legend(canvas: Canvas, y: float, items: list[tuple[str, str]]) -> float:
     return y + 16
 
 
-_HISTORY_COLUMNS = ["as_of", "treatment_arm", "cs_low", "cs_high", "ci_low", "ci_high", "difference", "n_control"]
+_HISTORY_COLUMNS = ["as_of", "treatment_arm", "cs_low", "cs_high", "ci_low", "ci_high", "difference", "n_control",
+                    "information_fraction"]
 
 
 def look_history(view: ExperimentView) -> bytes:
@@ -212,7 +213,8 @@ def _history_panel(canvas: Canvas, view: ExperimentView, arm: str, rows: pl.Data
     planned = view.planned_per_arm
     n_last = rows.get_column("n_control").to_list()[-1] if rows.height else None
     if planned and finite(planned) and n_last is not None:
-        note = f"control units {count(n_last)} of {count(planned)} planned ({n_last / planned:.0%})"
+        reached = rows.get_column("information_fraction").to_list()[-1]
+        note = f"{plan_reached(reached)} of the plan reached (control units {count(n_last)}, {count(planned)} planned per arm)"
     else:
         note = "planned sample: " + (view.plan_reason or "not reachable")
     canvas.text(10, top + 13, shorten(f"{arm} vs {view.control_arm}: {note}", WIDTH - 20, 11), 11)

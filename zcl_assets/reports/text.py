@@ -29,6 +29,7 @@ from zcl_assets.reports.formatting import (
     number,
     p_value,
     per_user,
+    plan_reached,
     progress_sentence,
     quarantine_sentence,
     signed,
@@ -132,7 +133,7 @@ def overview_rows(views: Sequence[ExperimentView]) -> list[list[str]]:
     for view in views:
         arrow = ARROWS.get(view.registration["direction"], "?")
         for i, r in enumerate(view.primary_rows()):
-            plan = view.information_fraction
+            plan = r.get("information_fraction")
             mark = f"{SYMBOL} " if view.alarms and i == 0 else ""
             rows.append([
                 mark + ((r.get("decision") or view.decision) if i == 0 or r.get("decision") else ""),
@@ -141,7 +142,7 @@ def overview_rows(views: Sequence[ExperimentView]) -> list[list[str]]:
                 f"{view.primary_metric} {arrow}" if i == 0 else "",
                 signed(r["difference"]),
                 interval(r["cs_low"], r["cs_high"]),
-                f"{plan:.0%}" if plan is not None else "-",
+                plan_reached(plan, "-"),
                 ("-" if view.days_left is None or view.stalled_since else ">999" if view.days_left > 999
                  else f"{view.days_left:.0f}"),
                 view.srm_status if i == 0 else "",
