@@ -16,23 +16,17 @@ Every expected figure is counted here from the generated rows.
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import duckdb
 import numpy as np
 
+from tests.end_to_end.landing_files import land_jsonl
 from tests.ingest.valid_records import VALID
 from zcl_assets.runner import run_night
 
 UTC = dt.timezone.utc
 START = dt.datetime(2026, 10, 1, tzinfo=UTC)
 REOPEN = dt.datetime(2026, 10, 6, tzinfo=UTC)
-
-
-def _land(landing, table, day, name, records):
-    folder = landing / table / day
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
 
 
 def _world(rng):
@@ -56,13 +50,13 @@ def _write(landing, units):
     for eid in units:
         reg = {**VALID["experiments"], "experiment_id": eid, "guardrails": [], "metric_caps": {},
                "registered_at": START.isoformat(), "mde": 0.1, "baseline_mean": 0.3, "expected_verified_share": 1.0}
-        _land(landing, "experiments", "2026-10-01", f"{eid}.jsonl", [reg])
+        land_jsonl(landing, "experiments", "2026-10-01", f"{eid}.jsonl", [reg])
     events = [{**VALID["experiment_events"], "experiment_id": "reo", "status": "reopened", "at": REOPEN.isoformat(),
                "reason": "allocation fixed", "allocation": None},
               {**VALID["experiment_events"], "experiment_id": "done", "status": "completed",
                "at": (START + dt.timedelta(days=9, hours=12)).isoformat(), "reason": "done", "allocation": None}]
     for event in events:
-        _land(landing, "experiment_events", event["at"][:10], f"{event['experiment_id']}.jsonl", [event])
+        land_jsonl(landing, "experiment_events", event["at"][:10], f"{event['experiment_id']}.jsonl", [event])
     by_day: dict[str, dict[str, list]] = {}
     for eid, rows in units.items():
         for sid, arm, at, success in rows:
@@ -78,7 +72,7 @@ def _write(landing, units):
                                        "recorded_at": (at + dt.timedelta(seconds=40)).isoformat()})
     for day, tables in by_day.items():
         for table, records in tables.items():
-            _land(landing, table, day, "part.jsonl", records)
+            land_jsonl(landing, table, day, "part.jsonl", records)
 
 
 def test_reopened_completed_and_stalled_experiments(pipeline_paths, instance):
