@@ -67,7 +67,7 @@ EXPERIMENTS = TableContract(
         _text("org_id"),
         _text("task_type"),
         _text("kind", allowed=EXPERIMENT_KINDS),
-        Field("hypothesis", "VARCHAR", doc="the hypothesis in words", free_text=True),
+        Field("hypothesis", "VARCHAR", non_blank=True, doc="the hypothesis in words", free_text=True),
         Field("arms", "JSON", json_shape="list_of_objects",
               doc=f"list of {{name, payload, allocation}}, 2 to {MAX_ARMS} arms; shares sum to 1"),
         _text("control_arm", doc="one of the arm names"),

@@ -85,6 +85,7 @@ LONG_TESTS = (
     "tests/importers/test_default_import_srm.py",
     # the other engine, the browser, and the largest property and reference sweeps
     "tests/portability/", "tests/reports/test_browser.py", "tests/ingest/test_contract_properties.py",
+    "tests/end_to_end/test_every_bad_input_kind.py",
     "tests/stats/test_multiplicity.py::test_holm_steps_matches_statsmodels_on_many_families_and_reads_levels",
 )
 """Tests that ``make test`` leaves to ``make test-long`` (marker ``long``), so that the first finishes
