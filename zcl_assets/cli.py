@@ -338,6 +338,65 @@ def run_command(obj, as_of: str | None, engine: str | None, master: str | None, 
     _print_where(obj["warehouse"], as_of, home)
 
 
+@main.command("plan")
+@click.option("--org", "org_id", required=True, help="Organization of the experiment.")
+@click.option("--task-type", required=True, help="Task type (with the organization, the family of alpha slots).")
+@click.option("--metric", type=click.Choice(["success", "time_minutes", "tokens", "score"]), default="success",
+              show_default=True, help="Primary metric.")
+@click.option("--baseline", "baseline_mean", type=float, required=True, help="Control mean (success: a rate in (0, 1)).")
+@click.option("--mde", type=float, required=True, help="Minimum detectable effect, absolute, positive.")
+@click.option("--sd", "baseline_sd", type=float, default=None, help="Per-unit sd (required for a continuous metric).")
+@click.option("--direction", type=click.Choice(["increase", "decrease"]), default="increase", show_default=True,
+              help="Which direction of the metric is beneficial.")
+@click.option("--arms", "treatment_arms", type=click.IntRange(1, 31), default=1, show_default=True,
+              help="Treatment arms, each against control, equal shares.")
+@click.option("--unit", "randomization_unit", type=click.Choice(["session", "user"]), default="session", show_default=True)
+@click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option("--power", type=float, default=0.8, show_default=True)
+@click.option("--min-samples", "min_samples_per_arm", type=int, default=100, show_default=True)
+@click.option("--verified-share", type=float, default=1.0, show_default=True, help="Expected share of verified outcomes.")
+@click.option("--guardrails", type=click.IntRange(0, 10), default=0, show_default=True,
+              help="Guardrails that will share the type II error of adopt.")
+@click.option("--as-of", default=None, help="UTC day it would register (YYYY-MM-DD) [default: now].")
+@click.option("--days", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Also say the smallest MDE whose plan is reached within this many days.")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.pass_obj
+def plan_command(obj, as_of: str | None, days: float | None, as_json: bool, **fields) -> None:
+    """What an experiment would cost before it is registered: its alpha slot, planned units per arm and
+    days to reach them at the family's traffic of the last 28 days (the same plan a registration gets)."""
+    from resources import Warehouse
+    from zcl_assets.analysis.planner import PlanRequest, answer, family_state, registration
+    from zcl_assets.analysis.registration import RegistrationPolicy
+    from zcl_assets.reports.plan import plan_text
+
+    at = None if as_of is None else dt.datetime.combine(dt.date.fromisoformat(_look_day(as_of)), dt.time(), dt.UTC)
+    request = PlanRequest(at=at, **fields)
+    from contracts.validate import check_records
+
+    refused = check_records("experiments", [_json_ready(registration(request).row(0, named=True))])[0]
+    if refused:
+        raise click.ClickException("the registration would be refused: " + "; ".join(reason for _, reason in refused))
+    path = Path(obj["warehouse"])
+    if path.exists():
+        with Warehouse(path=str(path)).connect(read_only=True) as con:
+            family = family_state(con, request, RegistrationPolicy())
+    else:
+        family = family_state(None, request, RegistrationPolicy())
+    figures = answer(request, family, days)
+    click.echo(json.dumps(figures, indent=2) if as_json else plan_text(figures))
+
+
+def _json_ready(row: dict) -> dict:
+    """A registration row as a landing record (its JSON fields decoded, its time as ISO text)."""
+    out = dict(row)
+    for name in ("arms", "guardrails", "metric_caps"):
+        out[name] = json.loads(out[name])
+    out["registered_at"] = out["registered_at"].isoformat()
+    out["schema_version"] = 1
+    return out
+
+
 def _print_where(warehouse: Path, as_of: str, home: Path) -> None:
     """Where the analyst goes next: the night's HTML report and the UI of this warehouse's instance."""
     from resources import Warehouse

@@ -25,7 +25,9 @@ DESIGN section 6, *Family* and *Planned sample*:
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,6 +106,23 @@ def decode_guardrails(registrations: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def live_at(events: pl.DataFrame) -> Callable[[str, dt.datetime], bool]:
+    """``live(experiment_id, t)``: the experiment's last event at or before ``t`` is neither
+    ``completed`` nor ``cancelled`` (so it holds its alpha slot), from staged experiment events."""
+    statuses: dict[str, list[tuple]] = {}
+    for eid, status, at in events.sort("at", "experiment_id").select("experiment_id", "status", "at").iter_rows():
+        statuses.setdefault(eid, []).append((at, status))
+
+    def live(eid: str, t: dt.datetime) -> bool:
+        last = None
+        for at, status in statuses.get(eid, []):
+            if at <= t:
+                last = status
+        return last not in ("completed", "cancelled")
+
+    return live
+
+
 def assign_slots(
     new: pl.DataFrame, existing: pl.DataFrame, events: pl.DataFrame, policy: RegistrationPolicy
 ) -> pl.DataFrame:
@@ -121,17 +140,7 @@ def assign_slots(
         this one included when admitted).
     """
     # Registrations are few (one per hypothesis); a pass in time order is the definition.
-    ended_at: dict[str, list[tuple]] = {}
-    for eid, status, at in events.sort("at", "experiment_id").select("experiment_id", "status", "at").iter_rows():
-        ended_at.setdefault(eid, []).append((at, status))
-
-    def live(eid, t) -> bool:
-        last = None
-        for at, status in ended_at.get(eid, []):
-            if at <= t:
-                last = status
-        return last not in ("completed", "cancelled")
-
+    live = live_at(events)
     holders: dict[tuple, list[tuple[str, int]]] = {}
     for eid, org, task, slot in existing.filter(pl.col("admitted")).select(
         "experiment_id", "org_id", "task_type", "alpha_slot"

@@ -1,0 +1,132 @@
+"""`zcl plan` on a warehouse built by one night, against hand computations.
+
+Two families of one landing:
+
+* ``o / t``: 50 sessions a day from 10-01 to 10-28, of 10 new users a day, none in an
+  experiment, and one live experiment (``e1``, registered 10-01) holding slot 1 of 4;
+* ``o2 / t2``: four live experiments registered 10-01, with 6, 10, 14 and 18 assigned and
+  judged sessions a day: every slot is held.
+
+The plans asked as of 10-29 read the 28 days before: 50 sessions or 10 users a day. The
+sample size is the two-sample z-test's (Chow, Shao and Wang 2008, section 4.2, unpooled
+variances), at the comparison's alpha share 0.05 / 4 (Bonferroni over the K = 4 slots),
+inflated by R = 1.73 for the confidence sequence; the days share the traffic with the
+family's live experiment: ceil(total units / (traffic / 2)).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+from scipy import stats
+
+from tests.end_to_end.landing_files import land_jsonl
+from tests.ingest.valid_records import VALID
+from tests.warehouse_checks import run_one_night
+from zcl_assets.cli import main
+
+UTC = dt.timezone.utc
+START = dt.datetime(2026, 10, 1, tzinfo=UTC)
+R = 1.73
+Z = stats.norm.isf(0.05 / 4 / 2) + stats.norm.isf(0.2)  # z_{1 - 0.0125/2} + z_{0.8} = 2.4977 + 0.8416
+
+
+def _land(landing):
+    regs = [{**VALID["experiments"], "experiment_id": eid, "org_id": org, "task_type": task, "guardrails": [],
+             "metric_caps": {}, "registered_at": START.isoformat(), "mde": 0.1, "baseline_mean": 0.3,
+             "expected_verified_share": 1.0}
+            for eid, org, task in [("e1", "o", "t")] + [(f"f{i}", "o2", "t2") for i in range(4)]]
+    land_jsonl(landing, "experiments", "2026-10-01", "reg.jsonl", regs)
+    for day in range(28):
+        at = START + dt.timedelta(days=day, hours=9)
+        sessions, assignments, outcomes = [], [], []
+        for i in range(50):
+            sessions.append({**VALID["sessions"], "session_id": f"s{day}-{i}", "org_id": "o", "task_type": "t",
+                             "user_id": f"u{day}-{i % 10}", "experiment_id": None, "delivered_arm": None,
+                             "started_at": at.isoformat(), "ended_at": (at + dt.timedelta(minutes=5)).isoformat()})
+        for f in range(4):
+            for i in range(6 + 4 * f):  # 6, 10, 14, 18 a day: their plans end on different days
+                sid, arm = f"f{f}-{day}-{i}", "c" if i % 2 else "b"
+                sessions.append({**VALID["sessions"], "session_id": sid, "org_id": "o2", "task_type": "t2",
+                                 "user_id": f"v-{sid}", "experiment_id": f"f{f}", "delivered_arm": arm,
+                                 "started_at": at.isoformat(), "ended_at": (at + dt.timedelta(minutes=5)).isoformat()})
+                assignments.append({**VALID["assignments"], "session_id": sid, "experiment_id": f"f{f}", "arm": arm,
+                                    "unit_id": f"v-{sid}", "assigned_at": at.isoformat()})
+                outcomes.append({**VALID["outcomes"], "session_id": sid, "success": i % 3 == 0,
+                                 "recorded_at": (at + dt.timedelta(minutes=10)).isoformat()})
+        stamp = at.date().isoformat()
+        for table, rows in (("sessions", sessions), ("assignments", assignments), ("outcomes", outcomes)):
+            land_jsonl(landing, table, stamp, "part.jsonl", rows)
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory):
+    root = tmp_path_factory.mktemp("plan")
+    landing, warehouse = root / "landing", root / "warehouse.duckdb"
+    _land(landing)
+    run_one_night(landing, warehouse, "2026-10-28")
+    return warehouse
+
+
+def plan(warehouse, *args) -> dict:
+    result = CliRunner().invoke(main, ["--warehouse", str(warehouse), "plan", "--as-of", "2026-10-29", *args, "--json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+@pytest.mark.parametrize(("unit", "traffic"), [("session", 50.0), ("user", 10.0)])
+def test_a_binary_plan_with_a_free_slot(warehouse, unit, traffic):
+    p = plan(warehouse, "--org", "o", "--task-type", "t", "--baseline", "0.5", "--mde", "0.1", "--unit", unit)
+    # session: a proportion, variances p(1 - p) and (p + mde)(1 - p - mde): 0.25 + 0.24;
+    # user: the mean of each user's rate, sd sqrt(p (1 - p)) in both arms: 0.25 + 0.25
+    variance = 0.25 + 0.24 if unit == "session" else 0.25 + 0.25
+    n_fixed = Z**2 * variance / 0.1**2  # 546.4 (session), 557.6 (user)
+    planned = math.ceil(R * n_fixed)  # 946, 965
+    assert (p["admitted"], p["alpha_slot"], p["alpha_slots"], p["alpha_share"]) == (True, 2, 4, 0.0125)
+    assert p["n_fixed_per_arm"] == pytest.approx(n_fixed, rel=1e-12)
+    assert p["planned_n_per_arm"] == planned and p["planned_units"] == {"control": planned, "treatment": planned}
+    assert p["traffic_per_day"] == pytest.approx(traffic) and p["experiments_sharing_traffic"] == 2
+    assert p["days_to_plan"] == math.ceil(2 * planned / (traffic / 2))  # 76 (session), 386 (user)
+
+
+@pytest.mark.parametrize(("unit", "traffic"), [("session", 50.0), ("user", 10.0)])
+def test_a_continuous_plan_and_the_mde_reached_within_given_days(warehouse, unit, traffic):
+    p = plan(warehouse, "--org", "o", "--task-type", "t", "--metric", "time_minutes", "--direction", "decrease",
+             "--baseline", "30", "--sd", "12", "--mde", "3", "--unit", unit, "--days", "100")
+    n_fixed = Z**2 * (144 + 144) / 3**2  # 356.8
+    planned = math.ceil(R * n_fixed)  # 618
+    assert p["n_fixed_per_arm"] == pytest.approx(n_fixed, rel=1e-12) and p["planned_n_per_arm"] == planned
+    assert p["days_to_plan"] == math.ceil(2 * planned / (traffic / 2))
+    # within 100 days at traffic / 2 a day: at most 100 * traffic / 4 units per arm, so
+    # R Z^2 2 sd^2 / mde^2 <= that: the smallest such MDE, 4.714 (session) and 10.54 (user)
+    most = 100 * traffic / 4
+    assert p["mde_within_days"] == pytest.approx(math.sqrt(R * Z**2 * 288 / most), rel=1e-6)
+
+
+def test_no_free_slot_names_the_day_the_first_live_experiment_should_reach_its_plan(warehouse):
+    p = plan(warehouse, "--org", "o2", "--task-type", "t2", "--baseline", "0.5", "--mde", "0.1")
+    assert (p["admitted"], p["alpha_slot"]) == (False, None)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        looks = con.execute("SELECT experiment_id, as_of, max(days_to_plan) FROM experiment_analysis WHERE is_primary "
+                            "AND org_id = 'o2' AND as_of = (SELECT max(as_of) FROM experiment_analysis) GROUP BY ALL").fetchall()
+    assert len(looks) == 4 and all(left is not None for _, _, left in looks)
+    ends = sorted(as_of + dt.timedelta(days=math.ceil(left)) for _, as_of, left in looks)
+    assert len(set(ends)) == 4 and p["next_free_slot"] == ends[0].isoformat()
+
+
+def test_the_text_says_the_plan_and_a_registration_the_contract_refuses_is_said_so(warehouse):
+    result = CliRunner().invoke(main, ["--warehouse", str(warehouse), "plan", "--org", "o", "--task-type", "t",
+                                       "--baseline", "0.5", "--mde", "0.1", "--as-of", "2026-10-29"])
+    assert result.exit_code == 0, result.output
+    assert "alpha slot 2 of 4 free: alpha share 0.0125" in result.output
+    assert "planned sample: 946 sessions per arm" in result.output
+    assert "traffic: 50 sessions a day over the 28 days before, shared by 2 live experiments; days to the plan: 76" in result.output
+    refused = CliRunner().invoke(main, ["--warehouse", str(warehouse), "plan", "--org", "o", "--task-type", "t",
+                                        "--baseline", "0.5", "--mde", "-0.1"])
+    assert refused.exit_code != 0 and "the registration would be refused: mde" in refused.output

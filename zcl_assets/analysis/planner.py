@@ -1,0 +1,210 @@
+"""What an experiment would cost, asked before it is registered (``zcl plan``).
+
+A request is turned into the registration it would be (one row in the form of
+``sql/select_registrations.sql``) and planned by the same code that freezes a landed
+registration (:func:`~zcl_assets.analysis.registration.plan_registrations`), against the
+family's frozen plans and experiment events in the warehouse and its traffic in the 28 days
+before the request (``sql/measure_family_traffic.sql``). So the planner's figures are the
+figures the registration would get, by construction:
+
+* the alpha slot and share (alpha / K), or that no slot is free, and the day the first live
+  experiment of the family is expected to reach its plan (its latest look's days left, else
+  its frozen plan's) and so free its slot;
+* the planned units per arm (R x n_fixed / v, never below the minimum) and the days to reach
+  them at the family's traffic, shared among its live experiments;
+* inverted, the smallest MDE whose plan is reached within a given number of days, found by
+  bisection on the same plan (the plan's units fall as the MDE grows).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from dataclasses import dataclass
+
+import duckdb
+import polars as pl
+
+from sql import load_sql
+from zcl_assets.analysis.registration import RegistrationPolicy, live_at, plan_registrations
+
+PLANNED_ID = "(planned)"
+"""Experiment id of the request's registration (never landed, never stored)."""
+
+_REGISTRATION_SCHEMA = {
+    "experiment_id": pl.String, "org_id": pl.String, "task_type": pl.String, "kind": pl.String,
+    "hypothesis": pl.String, "arms": pl.String, "control_arm": pl.String, "primary_metric": pl.String,
+    "direction": pl.String, "mde": pl.Float64, "alpha": pl.Float64, "power": pl.Float64,
+    "baseline_mean": pl.Float64, "baseline_sd": pl.Float64, "min_samples_per_arm": pl.Int64,
+    "randomization_unit": pl.String, "sessions_per_unit": pl.String, "guardrails": pl.String,
+    "metric_caps": pl.String, "expected_verified_share": pl.Float64, "registered_at": pl.Datetime("us", "UTC"),
+}
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """An experiment as it would be registered (the registration's fields, DESIGN section 6).
+
+    ``mde`` is absolute and positive, in the metric's unit; ``direction`` says which way is
+    beneficial. ``treatment_arms`` arms share the traffic equally with the control arm.
+    """
+
+    org_id: str
+    task_type: str
+    metric: str
+    baseline_mean: float
+    mde: float
+    direction: str = "increase"
+    baseline_sd: float | None = None
+    treatment_arms: int = 1
+    randomization_unit: str = "session"
+    alpha: float = 0.05
+    power: float = 0.8
+    min_samples_per_arm: int = 100
+    verified_share: float = 1.0
+    guardrails: int = 0
+    at: dt.datetime | None = None
+    """When it would register (UTC; default now): the traffic is the 28 days before."""
+
+
+def registration(request: PlanRequest, mde: float | None = None) -> pl.DataFrame:
+    """The one-row registration frame of ``request`` (at ``mde`` when given)."""
+    names = ["control", *(f"treatment_{i}" if request.treatment_arms > 1 else "treatment"
+                          for i in range(1, request.treatment_arms + 1))]
+    arms = [{"name": n, "payload": {}, "allocation": 1 / len(names)} for n in names]
+    guardrails = [{"metric": "tokens", "direction": "decrease", "margin": 1.0}] * request.guardrails
+    row = {
+        "experiment_id": PLANNED_ID, "org_id": request.org_id, "task_type": request.task_type, "kind": "order",
+        "hypothesis": "planned before registration", "arms": json.dumps(arms), "control_arm": "control",
+        "primary_metric": request.metric, "direction": request.direction, "mde": request.mde if mde is None else mde,
+        "alpha": request.alpha, "power": request.power, "baseline_mean": request.baseline_mean,
+        "baseline_sd": request.baseline_sd, "min_samples_per_arm": request.min_samples_per_arm,
+        "randomization_unit": request.randomization_unit, "sessions_per_unit": "many",
+        "guardrails": json.dumps(guardrails), "metric_caps": "{}", "expected_verified_share": request.verified_share,
+        "registered_at": request.at or dt.datetime.now(dt.UTC),
+    }
+    return pl.DataFrame([row], schema=_REGISTRATION_SCHEMA)
+
+
+@dataclass(frozen=True)
+class FamilyState:
+    """What the warehouse knows of the request's family: frozen plans, events, traffic a day,
+    the slots K its plans were frozen with, and when each live experiment should reach its plan."""
+
+    existing: pl.DataFrame
+    events: pl.DataFrame
+    traffic: pl.DataFrame
+    policy: RegistrationPolicy
+    expected_ends: dict[str, dt.date | None]
+
+
+def family_state(con: duckdb.DuckDBPyConnection | None, request: PlanRequest, policy: RegistrationPolicy) -> FamilyState:
+    """Read the family of ``request`` (none when ``con`` is None: a warehouse not built yet)."""
+    reg = registration(request)
+    empty_plans = pl.DataFrame(schema={"experiment_id": pl.String, "org_id": pl.String, "task_type": pl.String,
+                                       "admitted": pl.Boolean, "alpha_slot": pl.Int64})
+    if con is None or not _has_tables(con, "experiment_plans", "staged_sessions", "staged_experiment_events"):
+        return FamilyState(empty_plans, None, None, policy, {})
+    existing = con.execute("SELECT experiment_id, org_id, task_type, admitted, alpha_slot, alpha_slots FROM experiment_plans "
+                           "WHERE org_id = $org AND task_type = $task",
+                           {"org": request.org_id, "task": request.task_type}).pl()
+    slots = existing.get_column("alpha_slots").drop_nulls()
+    if slots.len():
+        policy = RegistrationPolicy(alpha_slots=int(slots.max()))
+    events = con.execute(load_sql("select_experiment_events")).pl()
+    con.register("new_registrations", reg.select("experiment_id", "org_id", "task_type", "randomization_unit",
+                                                 "registered_at"))
+    try:
+        traffic = con.execute(load_sql("measure_family_traffic")).pl()
+    finally:
+        con.unregister("new_registrations")
+    return FamilyState(existing.drop("alpha_slots"), events, traffic, policy, _expected_ends(con, request))
+
+
+def _has_tables(con: duckdb.DuckDBPyConnection, *names: str) -> bool:
+    found = {n for (n,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
+    return set(names) <= found
+
+
+def _expected_ends(con: duckdb.DuckDBPyConnection, request: PlanRequest) -> dict[str, dt.date | None]:
+    """Per admitted experiment of the family, the day it should reach its plan: its latest look's
+    days left, else its frozen plan's days from registration (None: not known)."""
+    if not _has_tables(con, "experiment_analysis", "staged_experiments"):
+        return {}
+    return dict(con.execute(load_sql("select_family_expected_ends"), {"org": request.org_id, "task": request.task_type}).fetchall())
+
+
+def plan_at(request: PlanRequest, family: FamilyState, mde: float | None = None) -> dict:
+    """The plan the registration of ``request`` would freeze, as a dict of the plan's columns."""
+    plans = plan_registrations(registration(request, mde), family.existing, family.events, family.traffic, family.policy)
+    return plans.row(0, named=True)
+
+
+def live_holders(request: PlanRequest, family: FamilyState) -> list[str]:
+    """The family's experiments that hold a slot when the request would register (admitted, not
+    completed or cancelled by then): they share its traffic."""
+    at = registration(request).item(0, "registered_at")
+    live = live_at(family.events) if family.events is not None else (lambda eid, t: True)
+    return [eid for eid, admitted in family.existing.select("experiment_id", "admitted").iter_rows()
+            if admitted and live(eid, at)]
+
+
+def next_free_slot(request: PlanRequest, family: FamilyState) -> dt.date | None:
+    """When no slot is free: the earliest day a live experiment of the family should reach its
+    plan (None when none of them has a known end)."""
+    known = [family.expected_ends[eid] for eid in live_holders(request, family) if family.expected_ends.get(eid)]
+    return min(known) if known else None
+
+
+def mde_within(request: PlanRequest, family: FamilyState, days: float, iterations: int = 60) -> float | None:
+    """The smallest MDE whose plan is reached within ``days`` at the family's traffic (bisection on
+    the plan; None when even the largest MDE the metric allows is not, or the traffic is unknown)."""
+    def reached(mde: float) -> bool:
+        left = plan_at(request, family, mde)["days_to_plan"]
+        return left is not None and math.isfinite(left) and left <= days
+
+    if request.metric == "success":
+        high = (1 - request.baseline_mean if request.direction == "increase" else request.baseline_mean) - 1e-9
+    else:
+        high = max(abs(request.baseline_mean), request.baseline_sd or 1.0) * 100
+    if high <= 0 or not reached(high):
+        return None
+    low = 0.0
+    for _ in range(iterations):
+        mid = (low + high) / 2
+        low, high = (low, mid) if reached(mid) else (mid, high)
+    return high
+
+
+def answer(request: PlanRequest, family: FamilyState, days: float | None = None) -> dict:
+    """Everything ``zcl plan`` says, JSON-ready: the frozen plan's figures, the family's live
+    experiments sharing its traffic, the next free slot when none is, and the MDE within ``days``."""
+    plan = plan_at(request, family)
+    at = registration(request).item(0, "registered_at")
+    sharing = len(live_holders(request, family))
+    planned = plan["planned_n_per_arm"]
+    out = {
+        "org_id": request.org_id, "task_type": request.task_type, "metric": request.metric,
+        "estimand": plan["estimand"], "randomization_unit": request.randomization_unit,
+        "treatment_arms": request.treatment_arms, "as_of": at.isoformat(), "admitted": plan["admitted"],
+        "alpha_slot": plan["alpha_slot"], "alpha_slots": plan["alpha_slots"], "alpha_share": plan["alpha_share"],
+        "comparison_alpha": plan["comparison_alpha"], "power": request.power,
+        "planned_n_per_arm": planned if math.isfinite(planned) else None,
+        "planned_units": json.loads(plan["planned_units"]) if math.isfinite(planned) else None,
+        "planned_unit": plan["planned_unit"], "n_fixed_per_arm": plan["n_fixed_per_arm"],
+        "inflation": plan["inflation"], "verified_share": plan["verified_share"], "reachable": plan["reachable"],
+        "plan_reason": plan["plan_reason"], "traffic_per_day": plan["traffic_per_day"],
+        "experiments_sharing_traffic": sharing + (1 if plan["admitted"] else 0),
+        "days_to_plan": plan["days_to_plan"], "next_free_slot": None, "days": days, "mde_within_days": None,
+    }
+    if not plan["admitted"]:
+        free = next_free_slot(request, family)
+        out["next_free_slot"] = free.isoformat() if free else None
+    if days is not None:
+        out["mde_within_days"] = mde_within(request, family, days)
+    return out
+
+
+__all__ = ["PLANNED_ID", "FamilyState", "PlanRequest", "answer", "family_state", "live_holders", "mde_within",
+           "next_free_slot", "plan_at", "registration"]
