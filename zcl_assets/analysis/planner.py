@@ -27,6 +27,7 @@ import duckdb
 import polars as pl
 
 from sql import load_sql
+from zcl_assets.analysis.metrics import metric_spec
 from zcl_assets.analysis.registration import RegistrationPolicy, live_at, plan_registrations
 
 PLANNED_ID = "(planned)"
@@ -164,7 +165,7 @@ def mde_within(request: PlanRequest, family: FamilyState, days: float, iteration
         left = plan_at(request, family, mde)["days_to_plan"]
         return left is not None and math.isfinite(left) and left <= days
 
-    if request.metric == "success":
+    if metric_spec(request.metric).binary:  # a rate: the MDE leaves (0, 1) beyond the baseline's distance to its end
         high = (1 - request.baseline_mean if request.direction == "increase" else request.baseline_mean) - 1e-9
     else:
         high = max(abs(request.baseline_mean), request.baseline_sd or 1.0) * 100
