@@ -18,7 +18,19 @@ days). With ``B`` a standard Brownian motion on [0, 1], the estimate at look k i
 ``R_path`` and the calibrated R is the ``power`` quantile of ``R_path``. Its Monte Carlo
 error comes from the order-statistic (binomial) confidence interval of that quantile.
 
-Run: ``python benchmarks/calibrate_cs_inflation.py`` (about 10 s on 2 cores).
+At the alpha actually used (``--table``): every comparison is planned and its CS tuned at
+its ``comparison_alpha`` (the experiment's alpha share over its comparisons), so R is
+calibrated there, on one set of paths shared by every cell, over a grid of levels and
+per-test powers that covers every registration the contract admits. The calibration is the
+least favourable configuration of an experiment with several treatment arms: the arm at the
+MDE and the others without effect, where Holm's first step (level ``alpha_share / m``) is the
+only one that can adopt it; when the other arms are better too, Holm's later steps give more.
+Each cell is the upper end of the quantile's 95% Monte Carlo interval, so the registered
+power holds within Monte Carlo error. The table ``--table`` prints is
+``zcl_assets.stats.power.R_TABLE``.
+
+Run: ``python benchmarks/calibrate_cs_inflation.py`` (about 10 s on 2 cores);
+``python benchmarks/calibrate_cs_inflation.py --table`` (about a minute).
 """
 
 from __future__ import annotations
@@ -44,21 +56,29 @@ def critical_inflation(
     first_look: int = 7,
     n_paths: int = N_PATHS,
     seed: int = SEED,
+    paths: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Per-path critical R (the smallest R at which the path adopts by N_plan)."""
-    rng = np.random.default_rng(seed)
+    """Per-path critical R (the smallest R at which the path adopts by N_plan); ``paths``
+    (from :func:`brownian_paths`) reuses one set of paths across settings."""
     f = np.arange(1, n_looks + 1) / n_looks
     delta = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
     hw = cs_halfwidth(1.0, f, optimal_rho(alpha, 1.0), alpha)
-    out = np.empty(n_paths)
+    paths = brownian_paths(n_looks, n_paths, seed) if paths is None else paths
+    out = np.empty(paths.shape[0])
     chunk = 50_000
-    for start in range(0, n_paths, chunk):
-        m = min(chunk, n_paths - start)
-        b = np.cumsum(rng.standard_normal((m, n_looks)) * np.sqrt(1.0 / n_looks), axis=1)
+    for start in range(0, paths.shape[0], chunk):
+        b = paths[start : start + chunk]
+        m = b.shape[0]
         sel = slice(first_look - 1, n_looks)
         root = (hw[sel] * f[sel] - b[:, sel]) / (delta * f[sel])
         out[start : start + m] = np.maximum(root.min(axis=1), 0.0) ** 2
     return out
+
+
+def brownian_paths(n_looks: int = 30, n_paths: int = N_PATHS, seed: int = SEED) -> np.ndarray:
+    """A standard Brownian motion at the looks ``k / n_looks``: shape (paths, looks)."""
+    rng = np.random.default_rng(seed)
+    return np.cumsum(rng.standard_normal((n_paths, n_looks)) * np.sqrt(1.0 / n_looks), axis=1)
 
 
 def quantile_with_error(r_path: np.ndarray, q: float, level: float = 0.95):
@@ -72,6 +92,24 @@ def quantile_with_error(r_path: np.ndarray, q: float, level: float = 0.95):
     hi = x[min(int(np.ceil(k + half)), n - 1)]
     est = x[min(int(np.ceil(k)) - 1, n - 1)]
     return est, lo, hi, (hi - lo) / (2 * z)
+
+
+TABLE_ALPHAS = (0.5, 0.2, 0.1, 0.05, 0.025, 0.0125, 0.005, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
+TABLE_POWERS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999)
+
+
+def table() -> None:
+    """Print ``R_TABLE``: for each comparison alpha, R at each per-test power (upper 95% MC bound)."""
+    paths = brownian_paths()
+    print(f"# {N_PATHS:,} paths, seed {SEED}; largest Monte Carlo s.e. printed after the table")
+    print("R_POWERS = (" + ", ".join(f"{p:g}" for p in TABLE_POWERS) + ")")
+    print("R_TABLE = {  # comparison alpha: R at each of R_POWERS")
+    worst = 0.0
+    for alpha in TABLE_ALPHAS:
+        cells = [quantile_with_error(critical_inflation(alpha, pw, paths=paths), pw) for pw in TABLE_POWERS]
+        worst = max(worst, *(c[3] for c in cells))
+        print(f"    {alpha:g}: (" + ", ".join(f"{np.ceil(c[2] * 1000) / 1000:.3f}" for c in cells) + "),", flush=True)
+    print(f"}}  # largest Monte Carlo s.e. {worst:.4f}")
 
 
 def main() -> None:
@@ -94,4 +132,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if "--table" in sys.argv:
+        table()
+    else:
+        main()

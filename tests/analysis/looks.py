@@ -15,6 +15,7 @@ from decimal import Decimal
 import polars as pl
 from scipy import stats
 
+from tests.plan_reference import r_reference
 from zcl_assets.analysis.design import comparisons
 from zcl_assets.analysis.engine import STAT_COLUMNS, LookInputs, analyse
 from zcl_assets.analysis.look import nights, strata
@@ -161,7 +162,7 @@ def binary_cs(x_t, n_t, x_c, n_c, level=0.0125, alpha=0.0125, mde=0.05, baseline
     """CS ends and anytime p of a 50/50 binary comparison, tuned at its plan (hand formulas above)."""
     n_fixed = (stats.norm.isf(alpha / 2) + stats.norm.ppf(power)) ** 2 * (baseline * (1 - baseline) + (baseline + mde) * (1 - baseline - mde)) \
         / mde**2
-    plan = math.ceil(1.73 * n_fixed)
+    plan = math.ceil(r_reference(alpha, power) * n_fixed)
     p_t, p_c = x_t / n_t, x_c / n_c
     sigma2, n, rho2 = cs_reference(p_t - p_c, p_t * (1 - p_t), n_t, p_c * (1 - p_c), n_c, alpha, 2 * plan)
     hw = halfwidth(sigma2, n, rho2, level)

@@ -30,6 +30,7 @@ from tests.analysis.looks import (
     registration,
     row,
 )
+from tests.plan_reference import r_reference
 from zcl_assets.analysis.engine import analyse
 from zcl_assets.stats.srm import SRM_ALPHA
 
@@ -63,10 +64,10 @@ def test_binary_comparison_unequal_allocation_control_not_named_control():
     r = row(look([reg], stats_, NIGHT), NIGHT)
     assert (r["control_arm"], r["treatment_arm"], r["metric_kind"]) == ("baseline", "treatment", "binary_proportion")
     # Plan (hand calculation): alpha share 0.05 / 4 = 0.0125, ratio r = 0.4 / 0.6,
-    # n_fixed = (z_{1-0.0125/2} + z_{0.8})^2 (0.5*0.5 + 0.55*0.45 / r) / 0.05^2, N_plan = ceil(1.73 n_fixed).
+    # n_fixed = (z_{1-0.0125/2} + z_{0.8})^2 (0.5*0.5 + 0.55*0.45 / r) / 0.05^2, N_plan = ceil(R n_fixed), R at alpha .0125, power .80.
     ratio = 0.4 / 0.6
     n_fixed = (stats.norm.isf(0.0125 / 2) + Z80) ** 2 * (0.25 + 0.55 * 0.45 / ratio) / 0.05**2
-    plan = math.ceil(1.73 * n_fixed)
+    plan = math.ceil(r_reference(0.0125, 0.8) * n_fixed)
     assert r["alpha_share"] == pytest.approx(0.0125) and r["planned_n_per_arm"] == plan
     assert r["planned_n_treatment"] == math.ceil(plan * ratio)
     # The CS at its Holm step (a family of one: the alpha share), tuned at the planned total.

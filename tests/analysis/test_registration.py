@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 from tests.analysis.looks import T0, registration
+from tests.plan_reference import r_reference
 from zcl_assets.analysis.registration import (
     DEFAULT_ALPHA_SLOTS,
     RegistrationPolicy,
@@ -88,9 +89,9 @@ def test_plans_per_arm_for_unequal_three_way_allocation():
     reg = registration("t3", ["baseline", "a", "b"], [0.5, 0.25, 0.25], control="baseline", mde=0.08)
     p = plan_registrations(frame([reg])).row(0, named=True)
     assert p["n_comparisons"] == 2 and p["comparison_alpha"] == pytest.approx(0.0125 / 2)
-    # n_c = (z_{1 - 0.00625/2} + z_{0.8})^2 (0.5*0.5 + 0.58*0.42 / 0.5) / 0.08^2, N_plan = ceil(1.73 n_c)
+    # n_c = (z_{1 - 0.00625/2} + z_{0.8})^2 (0.5*0.5 + 0.58*0.42 / 0.5) / 0.08^2, N_plan = ceil(R n_c), R at 0.00625 and 0.8
     n_fixed = (stats.norm.isf(0.00625 / 2) + Z80) ** 2 * (0.25 + 0.58 * 0.42 / 0.5) / 0.08**2
-    assert p["planned_n_per_arm"] == math.ceil(1.73 * n_fixed)
+    assert p["planned_n_per_arm"] == math.ceil(r_reference(0.00625, 0.8) * n_fixed)
     units = json.loads(p["planned_units"])
     assert units == {"baseline": p["planned_n_per_arm"], "a": math.ceil(p["planned_n_per_arm"] * 0.5),
                      "b": math.ceil(p["planned_n_per_arm"] * 0.5)}
@@ -104,13 +105,13 @@ def test_user_randomized_plans_count_users_with_the_per_user_variance():
     p = plan_registrations(frame([reg])).row(0, named=True)
     n_fixed = (stats.norm.isf(0.0125 / 2) + Z80) ** 2 * 2 * 0.12**2 / 0.03**2
     assert p["planned_unit"] == "users" and p["metric_kind"] == "continuous_mean"
-    assert p["planned_n_per_arm"] == math.ceil(1.73 * n_fixed)
+    assert p["planned_n_per_arm"] == math.ceil(r_reference(0.0125, 0.8) * n_fixed)
     # A binary metric averaged over a user's sessions without a registered sd: p(1 - p), the
     # largest variance a per-user mean in [0, 1] can have.
     reg = registration("ub", ["control", "treatment"], randomization_unit="user", mde=0.1)
     p = plan_registrations(frame([reg])).row(0, named=True)
     n_fixed = (stats.norm.isf(0.0125 / 2) + Z80) ** 2 * 2 * 0.25 / 0.1**2
-    assert p["metric_kind"] == "continuous_mean" and p["planned_n_per_arm"] == math.ceil(1.73 * n_fixed)
+    assert p["metric_kind"] == "continuous_mean" and p["planned_n_per_arm"] == math.ceil(r_reference(0.0125, 0.8) * n_fixed)
     # one session a user: the unit-level proportion
     reg = registration("u1", ["control", "treatment"], randomization_unit="user", sessions_per_unit="one")
     assert plan_registrations(frame([reg])).row(0, named=True)["metric_kind"] == "binary_proportion"
@@ -220,16 +221,17 @@ def test_every_column_of_three_plans_by_hand():
     ]
     plans = {r["experiment_id"]: r for r in plan_registrations(frame(regs)).iter_rows(named=True)}
     common = {"org_id": "org", "admitted": True, "alpha_slot": 1, "alpha_slots": 4, "alpha_share": 0.0125,
-              "planned_unit": "sessions", "inflation": 1.73, "design_effect": 1.0, "traffic_per_day": None,
+              "planned_unit": "sessions", "inflation": r_reference(0.0125, 0.8), "design_effect": 1.0, "traffic_per_day": None,
               "days_to_plan": None, "policy_version": "registration-policy/1"}
     binary_words = "difference in proportions of units with success (treatment - control)"
     # a: two comparisons at 0.0125 / 2; two guardrails share the type II error, per-test power
     # 1 - 0.2 / 3; the arm with the smaller ratio (alpha, 0.2 / 0.5) needs the most control
     # units: n = (z_{1-0.00625/2} + z_{1-0.2/3})^2 (0.25 + 0.55 * 0.45 / 0.4) / 0.05^2, planned
-    # ceil(1.73 n / 0.8) (the verified share)
+    # ceil(R n / 0.8) (the verified share), R at 0.00625 and that per-test power
     n_a = (stats.norm.isf(0.00625 / 2) + stats.norm.ppf(1 - 0.2 / 3)) ** 2 * (0.25 + 0.2475 / 0.4) / 0.05**2
-    plan_a = math.ceil(1.73 * n_a / 0.8)
-    assert plans["a"] == {**common, "experiment_id": "a", "task_type": "task-a", "n_comparisons": 2,
+    r_a = r_reference(0.00625, 1 - 0.2 / 3)
+    plan_a = math.ceil(r_a * n_a / 0.8)
+    assert plans["a"] == {**common, "inflation": pytest.approx(r_a), "experiment_id": "a", "task_type": "task-a", "n_comparisons": 2,
                           "comparison_alpha": 0.00625, "metric_kind": "binary_proportion", "estimand": binary_words,
                           "allocation_known": True, "planned_n_per_arm": plan_a, "n_fixed_per_arm": pytest.approx(n_a),
                           "tuning_n_per_arm": plan_a,
@@ -238,7 +240,7 @@ def test_every_column_of_three_plans_by_hand():
                           "verified_share": 0.8, "n_guardrails": 2, "reachable": True, "plan_reason": None}
     # c: no allocation declared, planned at equal allocation, continuous at sd 1
     n_c = (stats.norm.isf(0.0125 / 2) + Z80) ** 2 * 2 * 1.0 / 0.1**2
-    plan_c = math.ceil(1.73 * n_c)
+    plan_c = math.ceil(r_reference(0.0125, 0.8) * n_c)
     assert plans["c"] == {**common, "experiment_id": "c", "task_type": "task-c", "n_comparisons": 1,
                           "comparison_alpha": 0.0125, "metric_kind": "continuous_mean",
                           "estimand": "difference in means of the unit values (per-user means when a user has several "

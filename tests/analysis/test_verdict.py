@@ -31,6 +31,7 @@ from tests.analysis.looks import (
     row,
     sig,
 )
+from tests.plan_reference import r_reference
 from zcl_assets.analysis.engine import chain
 from zcl_assets.analysis.estimate import Nights
 from zcl_assets.analysis.grid import Grid
@@ -156,9 +157,9 @@ def test_progress_figures_and_a_verified_share_below_one():
     r = row(look([reg], figures, night, assigned=assigned), night)
     assert r["verified_share"] == pytest.approx(0.85)
     plan = r["planned_n_per_arm"]
-    # plan = ceil(1.73 n_fixed / 0.85) (registered verified share)
+    # plan = ceil(R n_fixed / 0.85) (registered verified share), R calibrated at alpha .0125, power .80
     n_fixed = (stats.norm.isf(0.0125 / 2) + Z80) ** 2 * (0.25 + 0.55 * 0.45) / 0.05**2
-    assert plan == math.ceil(1.73 * n_fixed / 0.85)
+    assert plan == math.ceil(r_reference(0.0125, 0.8) * n_fixed / 0.85)
     assert r["information_fraction"] == pytest.approx(2000 / plan)
     # 10 days since the first assignment at 00:00 of the first day: 200 units a day an arm
     assert r["days_since_first_assignment"] == pytest.approx(10.0)
@@ -192,13 +193,13 @@ def test_a_refused_registration_is_invalid_with_its_reason():
 
 def test_power_at_the_mde_of_a_continuous_primary_metric_at_an_unequal_split():
     # score, registered sd 0.2 and MDE 0.05, 40/60 with the control the larger arm: the z-test
-    # power at the effective control sample n / R (R = 1.73, the CS's inflation), ratio r = 2/3:
+    # power at the effective control sample n / R (R at alpha .0125, power .80, the CS's inflation), ratio r = 2/3:
     # se = sqrt((0.2^2 + 0.2^2 / r) / (n / R)), power = Phi(0.05 / se - z) + Phi(-0.05 / se - z),
     # z = z_{1 - 0.0125/2}.
     reg = registration("pc", ["treatment", "control"], [0.4, 0.6], metric="score", baseline_sd=0.2, baseline_mean=0.6)
     figures = [continuous("pc", "control", NIGHT, 900, 0.60, 0.04), continuous("pc", "treatment", NIGHT, 600, 0.62, 0.04)]
     r = row(look([reg], figures, NIGHT), NIGHT)
-    se = math.sqrt((0.04 + 0.04 / (0.4 / 0.6)) / (900 / 1.73))
+    se = math.sqrt((0.04 + 0.04 / (0.4 / 0.6)) / (900 / r_reference(0.0125, 0.8)))
     z = stats.norm.isf(0.0125 / 2)
     assert r["power_at_mde"] == pytest.approx(stats.norm.cdf(0.05 / se - z) + stats.norm.cdf(-0.05 / se - z), rel=1e-12)
 

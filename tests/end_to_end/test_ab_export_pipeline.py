@@ -15,6 +15,7 @@ from statsmodels.stats.proportion import confint_proportions_2indep
 from statsmodels.stats.proportion import test_proportions_2indep as score_test_2indep
 
 from tests.conftest import AB_DATA, require_shared_data
+from tests.plan_reference import r_reference
 from tests.warehouse_checks import conservation_gaps
 from zcl_assets.importers.ab_export import AbExportOptions, import_ab_export
 from zcl_assets.runner import run_night
@@ -99,11 +100,12 @@ def test_ab_data_end_to_end(pipeline_paths, instance):
     assert fisher_p is None
     # Planned sample: baseline 0.5 and MDE 0.01 (importer defaults), alpha share 0.05 / K = 0.0125
     # (K = 4 slots), power 0.8: n_fixed = (z_{0.99375} + z_{0.8})^2 * (0.25 + 0.51*0.49) / 0.01^2
-    # = (2.497705 + 0.841621)^2 * 0.4999 / 1e-4 = 55,744.4; N_plan = ceil(1.73 * n_fixed) = 96,438
-    # (R = 1.73, calibrated for the confidence sequence by benchmarks/calibrate_cs_inflation.py).
+    # = (2.497705 + 0.841621)^2 * 0.4999 / 1e-4 = 55,744.4; N_plan = ceil(R * n_fixed) = 87,408
+    # (R = 1.568 at alpha 0.0125 and power 0.8, calibrated for the confidence sequence by
+    # benchmarks/calibrate_cs_inflation.py --table).
     assert alpha_share == pytest.approx(0.0125)
     z = stats.norm.ppf(1 - 0.0125 / 2) + stats.norm.ppf(0.8)
     n_fixed = z**2 * (0.5 * 0.5 + 0.51 * 0.49) / 0.01**2
-    assert planned == math.ceil(1.73 * n_fixed) == 96438
+    assert planned == math.ceil(r_reference(0.0125, 0.8) * n_fixed) == 87408
     # 143k units per arm are past the plan; the confidence sequence lies inside +/- the MDE.
     assert decision == "no_effect"

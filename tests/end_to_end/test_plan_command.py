@@ -10,7 +10,7 @@ Two families of one landing:
 The plans asked as of 10-29 read the 28 days before: 50 sessions or 10 users a day. The
 sample size is the two-sample z-test's (Chow, Shao and Wang 2008, section 4.2, unpooled
 variances), at the comparison's alpha share 0.05 / 4 (Bonferroni over the K = 4 slots),
-inflated by R = 1.73 for the confidence sequence; the days share the traffic with the
+inflated by R = 1.568 for the confidence sequence (calibrated at that alpha and power 0.8); the days share the traffic with the
 family's live experiment: ceil(total units / (traffic / 2)).
 """
 
@@ -27,12 +27,13 @@ from scipy import stats
 
 from tests.end_to_end.landing_files import land_jsonl
 from tests.ingest.valid_records import VALID
+from tests.plan_reference import r_reference
 from tests.warehouse_checks import run_one_night
 from zcl_assets.cli import main
 
 UTC = dt.timezone.utc
 START = dt.datetime(2026, 10, 1, tzinfo=UTC)
-R = 1.73
+R = r_reference(0.0125, 0.8)  # 1.568
 Z = stats.norm.isf(0.05 / 4 / 2) + stats.norm.isf(0.2)  # z_{1 - 0.0125/2} + z_{0.8} = 2.4977 + 0.8416
 
 
@@ -87,12 +88,12 @@ def test_a_binary_plan_with_a_free_slot(warehouse, unit, traffic):
     # user: the mean of each user's rate, sd sqrt(p (1 - p)) in both arms: 0.25 + 0.25
     variance = 0.25 + 0.24 if unit == "session" else 0.25 + 0.25
     n_fixed = Z**2 * variance / 0.1**2  # 546.4 (session), 557.6 (user)
-    planned = math.ceil(R * n_fixed)  # 946, 965
+    planned = math.ceil(R * n_fixed)  # 857, 875
     assert (p["admitted"], p["alpha_slot"], p["alpha_slots"], p["alpha_share"]) == (True, 2, 4, 0.0125)
     assert p["n_fixed_per_arm"] == pytest.approx(n_fixed, rel=1e-12)
     assert p["planned_n_per_arm"] == planned and p["planned_units"] == {"control": planned, "treatment": planned}
     assert p["traffic_per_day"] == pytest.approx(traffic) and p["experiments_sharing_traffic"] == 2
-    assert p["days_to_plan"] == math.ceil(2 * planned / (traffic / 2))  # 76 (session), 386 (user)
+    assert p["days_to_plan"] == math.ceil(2 * planned / (traffic / 2))  # 69 (session), 350 (user)
 
 
 @pytest.mark.parametrize(("unit", "traffic"), [("session", 50.0), ("user", 10.0)])
@@ -100,11 +101,11 @@ def test_a_continuous_plan_and_the_mde_reached_within_given_days(warehouse, unit
     p = plan(warehouse, "--org", "o", "--task-type", "t", "--metric", "time_minutes", "--direction", "decrease",
              "--baseline", "30", "--sd", "12", "--mde", "3", "--unit", unit, "--days", "100")
     n_fixed = Z**2 * (144 + 144) / 3**2  # 356.8
-    planned = math.ceil(R * n_fixed)  # 618
+    planned = math.ceil(R * n_fixed)  # 560
     assert p["n_fixed_per_arm"] == pytest.approx(n_fixed, rel=1e-12) and p["planned_n_per_arm"] == planned
     assert p["days_to_plan"] == math.ceil(2 * planned / (traffic / 2))
     # within 100 days at traffic / 2 a day: at most 100 * traffic / 4 units per arm, so
-    # R Z^2 2 sd^2 / mde^2 <= that: the smallest such MDE, 4.714 (session) and 10.54 (user)
+    # R Z^2 2 sd^2 / mde^2 <= that: the smallest such MDE, 2.007 (session) and 4.488 (user)
     most = 100 * traffic / 4
     assert p["mde_within_days"] == pytest.approx(math.sqrt(R * Z**2 * 288 / most), rel=1e-6)
 
@@ -125,8 +126,8 @@ def test_the_text_says_the_plan_and_a_registration_the_contract_refuses_is_said_
                                        "--baseline", "0.5", "--mde", "0.1", "--as-of", "2026-10-29"])
     assert result.exit_code == 0, result.output
     assert "alpha slot 2 of 4 free: alpha share 0.0125" in result.output
-    assert "planned sample: 946 sessions per arm" in result.output
-    assert "traffic: 50 sessions a day over the 28 days before, shared by 2 live experiments; days to the plan: 76" in result.output
+    assert "planned sample: 857 sessions per arm" in result.output
+    assert "traffic: 50 sessions a day over the 28 days before, shared by 2 live experiments; days to the plan: 69" in result.output
     refused = CliRunner().invoke(main, ["--warehouse", str(warehouse), "plan", "--org", "o", "--task-type", "t",
                                         "--baseline", "0.5", "--mde", "-0.1"])
     assert refused.exit_code != 0 and "the registration would be refused: mde" in refused.output

@@ -24,6 +24,7 @@ from tests.end_to_end.synthetic_world import (
     USERS_PER_ARM,
     build_world,
 )
+from tests.plan_reference import r_reference
 from tests.warehouse_checks import conservation_gaps, run_one_night
 from zcl_assets.analysis.look import take_look
 
@@ -116,11 +117,15 @@ def test_every_night_counts_the_outcomes_recorded_by_its_end(synthetic):
 
 def test_the_plan_counts_on_the_registered_verified_share(synthetic):
     _, con = synthetic
-    n_plan, n_fixed, share = con.execute(
-        "SELECT planned_n_per_arm, n_fixed_per_arm, verified_share FROM experiment_plans WHERE experiment_id = 'exp-three'"
+    n_plan, n_fixed, share, r, alpha = con.execute(
+        "SELECT planned_n_per_arm, n_fixed_per_arm, verified_share, inflation, comparison_alpha FROM experiment_plans "
+        "WHERE experiment_id = 'exp-three'"
     ).fetchone()
-    # N_plan = max(min_samples, ceil(R DE n_fixed / v)), R = 1.73, DE = 1 (sessions), v = 0.8
-    assert share == 0.8 and n_plan == max(20, math.ceil(1.73 * n_fixed / 0.8 - 1e-9))
+    # N_plan = max(min_samples, ceil(R DE n_fixed / v)), DE = 1 (sessions), v = 0.8, R calibrated at
+    # the comparison's alpha (two comparisons at 0.0125 / 2) and the per-test power: registered 0.8,
+    # one guardrail sharing the type II error, 1 - 0.2 / 2 = 0.9
+    assert alpha == 0.00625 and r == r_reference(0.00625, 0.9)
+    assert share == 0.8 and n_plan == max(20, math.ceil(r * n_fixed / 0.8 - 1e-9))
     assert {r["planned_n_per_arm"] for r in primary_rows(con, "exp-three").values()} == {n_plan}
 
 

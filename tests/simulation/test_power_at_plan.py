@@ -1,6 +1,7 @@
 """Power at the planned sample: with a true effect equal to the MDE, adopt by N_plan.
 
-The planned sample is ``R_DEFAULT`` times the fixed-horizon z-test sample. Traffic is
+The planned sample is R (calibrated at the alpha and power, ``inflation_at``) times the
+fixed-horizon z-test sample. Traffic is
 constant, so the planned sample is reached at the last of the 30 nightly looks (the
 calibration's setting), and every look goes through the confidence sequence and ``decide``
 with burn-in (``test_aa_false_positive.nightly_decisions``). A run counts when it reaches ``adopt`` at some look whose
@@ -20,7 +21,7 @@ from tests.simulation.test_aa_false_positive import (
     normal_paths,
 )
 from zcl_assets.stats.decision import ADOPT
-from zcl_assets.stats.power import R_DEFAULT, planned_sample
+from zcl_assets.stats.power import planned_sample
 
 # (name, metric, baseline, sd, mde (signed), direction, alpha, power)
 POWER_SCENARIOS = [
@@ -28,10 +29,11 @@ POWER_SCENARIOS = [
     ("binary 0.10 -> 0.15, alpha .05, power .80", "binary", 0.1, None, 0.05, 1, 0.05, 0.8),
     ("normal 30 -> 27 (decrease), alpha .025, power .90", "continuous", 30.0, 10.0, -3.0, -1,
      0.025, 0.9),
+    ("binary 0.30 -> 0.35, alpha .0125 (one of K = 4), power .80", "binary", 0.3, None, 0.05, 1, 0.0125, 0.8),
 ]
 
 
-def power_by_plan(scenario, n_runs, seed, inflation=R_DEFAULT):
+def power_by_plan(scenario, n_runs, seed, inflation=None):
     """Share of runs reaching adopt by N_plan, its MC s.e., and N_plan."""
     _, metric, base, sd, mde, direction, alpha, power = scenario
     plan = planned_sample(base, mde, alpha, power, min_samples=20, baseline_sd=sd,

@@ -10,7 +10,9 @@ from scipy import stats
 from statsmodels.stats.power import NormalIndPower
 
 from zcl_assets.stats.power import (
-    R_DEFAULT,
+    R_POWERS,
+    R_TABLE,
+    inflation_at,
     n_fixed,
     per_test_power,
     planned_sample,
@@ -68,9 +70,10 @@ def test_binary_direction_and_allocation():
 def test_planned_sample_formula():
     nf = float(n_fixed(0.5, 0.1, 0.05, 0.8))
     p = planned_sample(0.5, 0.1, 0.05, 0.8, min_samples=100, verified_share=0.8)
-    assert float(p.n_plan) == math.ceil(R_DEFAULT * nf / 0.8)
+    r = R_TABLE[0.05][R_POWERS.index(0.8)]  # the calibrated cell of alpha 0.05, power 0.80
+    assert float(p.n_plan) == math.ceil(r * nf / 0.8)
     assert bool(p.reachable) and p.reason == ""
-    assert float(p.inflation) == R_DEFAULT
+    assert float(p.inflation) == r
     # never below the declared minimum
     assert float(planned_sample(0.5, 0.1, 0.05, 0.8, min_samples=5000).n_plan) == 5000
     # vectorised
@@ -125,7 +128,7 @@ def test_power_at_round_trips_and_is_for_the_mde():
     # fixed-horizon power at n_fixed is the target (plus the negligible far tail)
     assert float(power_at(nf, 0.1, 0.5, 0.05, inflation=1.0)) == pytest.approx(0.8, abs=1e-3)
     # with R: power at the planned sample is the registered power
-    n_plan = R_DEFAULT * nf
+    n_plan = R_TABLE[0.05][R_POWERS.index(0.8)] * nf
     assert float(power_at(n_plan, 0.1, 0.5, 0.05)) == pytest.approx(0.8, abs=1e-3)
     assert float(power_at(0, 0.1, 0.5, 0.05)) == 0.0
     assert np.isnan(power_at(100, 0.1, 0.5, 1.5))
@@ -135,9 +138,58 @@ def test_power_at_round_trips_and_is_for_the_mde():
 
 
 
-def test_r_default_in_design_range():
-    # DESIGN section 6: about 1.5 to 1.7; calibrated 1.72 (alpha .05, power .80, 30 looks).
-    assert 1.5 <= R_DEFAULT <= 1.8
+def test_r_at_alpha_05_is_in_the_design_range():
+    # DESIGN section 6: about 1.5 to 1.7 at alpha .05; the earlier single calibration gave 1.7232
+    # (s.e. 0.0022) at alpha .05, power .80, 30 looks; the table's cell is its upper MC bound.
+    assert 1.7232 <= float(inflation_at(0.05, 0.8)) <= 1.7232 + 3 * 0.0022
+
+
+def _cs_power(r, alpha, power, n_paths=40_000, looks=30, first=7, seed=5):
+    """Share of paths whose CS lower bound exceeds 0 at some look up to N_plan = r n_fixed.
+
+    Written out independently of the product: unit-variance outcomes in two equal arms,
+    n_fixed per arm 1 (so the MDE is sqrt(2) (z_{1-alpha/2} + z_power)), per-arm sample r k /
+    looks at look k; the normal-mixture CS of Waudby-Smith et al. (2024), Theorem 2.2, tuned at
+    the planned total 2 r: rho^2 = (-2 log a + log(1 - 2 log a)) / N*, half-width
+    sqrt(s2 2 (N rho^2 + 1) / (N^2 rho^2) log(sqrt(N rho^2 + 1) / a)) with s2 = N se^2 = 4.
+    """
+    rng = np.random.default_rng(seed)
+    mde = math.sqrt(2) * (stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power))
+    n_arm = r * np.arange(1, looks + 1) / looks
+    step = r / looks
+    sums = np.cumsum(rng.normal(mde * step, math.sqrt(2 * step), size=(n_paths, looks)), axis=1)
+    diff = sums / n_arm  # difference of the arm means: sum of per-unit differences over n
+    big_n = 2 * n_arm
+    rho2 = (-2 * math.log(alpha) + math.log(1 - 2 * math.log(alpha))) / (2 * r)
+    v = big_n * rho2 + 1
+    hw = np.sqrt(4 * 2 * v / (big_n**2 * rho2) * np.log(np.sqrt(v) / alpha))
+    return float(((diff - hw)[:, first - 1:] > 0).any(axis=1).mean())
+
+
+@pytest.mark.parametrize("alpha, power", [(0.05, 0.8), (0.0125, 0.8), (0.0125 / 3, 0.9), (1e-4, 0.95)])
+def test_the_calibrated_r_gives_the_power_it_was_calibrated_for(alpha, power):
+    # The cell (interpolated off the grid) is the upper end of its MC interval: power at it is
+    # the target or a little more, never 3 s.e. less (s.e. sqrt(.16 / 40,000) = 0.002 at .80).
+    se = math.sqrt(power * (1 - power) / 40_000)
+    reached = _cs_power(float(inflation_at(alpha, power)), alpha, power)
+    assert power - 3 * se <= reached <= power + 0.015
+    # and 10% less R misses it clearly
+    assert _cs_power(0.9 * float(inflation_at(alpha, power)), alpha, power) < power - 5 * se
+
+
+def test_inflation_is_the_table_on_its_grid_and_between_its_cells_elsewhere():
+    for alpha, row in R_TABLE.items():
+        assert inflation_at(alpha, np.array(R_POWERS)) == pytest.approx(np.array(row), abs=1e-12)
+    mid = float(inflation_at(math.sqrt(0.05 * 0.025), 0.85))  # halfway in log alpha and in power
+    cells = [R_TABLE[a][R_POWERS.index(p)] for a in (0.05, 0.025) for p in (0.8, 0.9)]
+    assert mid == pytest.approx(sum(cells) / 4, abs=1e-12)
+    # beyond the grid: the nearest edge (the contract admits alpha in [1e-6, 0.5], power >= 0.5)
+    assert float(inflation_at(1e-12, 0.9999)) == R_TABLE[1e-8][-1]
+    assert np.isnan(inflation_at(0.0, 0.8)) and np.isnan(inflation_at(0.05, 1.0))
+    # a smaller level or a larger power never needs a larger R
+    a = np.geomspace(1e-8, 0.5, 40)
+    assert np.all(np.diff(inflation_at(a, 0.8)) >= 0)
+    assert np.all(np.diff(inflation_at(0.01, np.linspace(0.5, 0.999, 40))) <= 0)
 
 
 

@@ -36,7 +36,7 @@ import polars as pl
 from zcl_assets.analysis.metrics import KINDS, counts_successes, kind_estimand, primary_kind_column, several_sessions_a_unit
 from zcl_assets.analysis.schema import EXPERIMENT_PLANS
 from zcl_assets.stats.multiplicity import alpha_slot
-from zcl_assets.stats.power import FALLBACK_TUNING_UNITS, R_DEFAULT, per_test_power, planned_sample
+from zcl_assets.stats.power import FALLBACK_TUNING_UNITS, per_test_power, planned_sample
 
 DEFAULT_ALPHA_SLOTS = 4
 """K: concurrent experiments per organization and task type. Seed note 000's generator
@@ -203,9 +203,11 @@ def _plan_comparisons(registrations: pl.DataFrame, slots: pl.DataFrame, policy: 
 
 def _planned_samples(comparisons: pl.DataFrame) -> pl.DataFrame:
     """The planned control-arm sample of each comparison by its kind's power formula
-    (``n_plan_c``, ``n_fixed_c`` and the reason ``why`` when unreachable)."""
+    (``n_plan_c``, ``n_fixed_c``, the inflation ``r_c`` calibrated at its alpha and per-test
+    power, and the reason ``why`` when unreachable)."""
     n_plan = np.full(comparisons.height, np.inf)
     n_fix = np.full(comparisons.height, np.nan)
+    inflation = np.full(comparisons.height, np.nan)
     reason = np.full(comparisons.height, "", dtype=object)
     kind_of = comparisons.get_column("metric_kind").to_numpy()
 
@@ -220,11 +222,12 @@ def _planned_samples(comparisons: pl.DataFrame) -> pl.DataFrame:
             baseline_mean=col("baseline_mean")[i], mde=col("mde_signed")[i], alpha=col("comparison_alpha")[i],
             power=per_test_power(col("power")[i], col("n_guardrails")[i]), min_samples=col("min_samples_per_arm")[i],
             allocation_ratio=col("ratio")[i], baseline_sd=col("unit_sd")[i], metric=kind.power_formula,
-            inflation=R_DEFAULT, verified_share=col("expected_verified_share")[i],
+            verified_share=col("expected_verified_share")[i],
         )
-        n_plan[i], n_fix[i], reason[i] = plan.n_plan, plan.n_fixed, plan.reason
+        n_plan[i], n_fix[i], inflation[i], reason[i] = plan.n_plan, plan.n_fixed, plan.inflation, plan.reason
     return comparisons.with_columns(
-        pl.Series("n_plan_c", n_plan), pl.Series("n_fixed_c", n_fix), pl.Series("why", reason.tolist(), dtype=pl.String)
+        pl.Series("n_plan_c", n_plan), pl.Series("n_fixed_c", n_fix), pl.Series("r_c", inflation).fill_nan(None),
+        pl.Series("why", reason.tolist(), dtype=pl.String)
     )
 
 
@@ -283,6 +286,7 @@ def plan_registrations(
     per_experiment = comparisons.group_by("experiment_id", maintain_order=True).agg(  # pragma: no mutate
         pl.col("n_plan_c").max().alias("planned_n_per_arm"),
         pl.col("n_fixed_c").max().alias("n_fixed_per_arm"),
+        pl.col("r_c").max().alias("inflation"),
         pl.col("why").filter(pl.col("why") != "").first().alias("why"),
         pl.col("ratio").max().alias("max_ratio"),
         pl.col("ratio").sum().alias("sum_ratio"),
@@ -308,7 +312,6 @@ def plan_registrations(
             .alias("planned_unit"),
             pl.when(reachable).then(pl.col("planned_n_per_arm"))
             .otherwise(pl.lit(float(FALLBACK_TUNING_UNITS)) / (1 + pl.col("max_ratio"))).alias("tuning_n_per_arm"),
-            pl.lit(R_DEFAULT).alias("inflation"),
             pl.lit(1.0).alias("design_effect"),
             pl.col("expected_verified_share").alias("verified_share"),
             pl.col("n_guardrails").cast(pl.Int64),

@@ -35,7 +35,9 @@ class FamilyDesign:
         nights: nightly looks (every one written).
         units_per_arm_night: Poisson mean of new units per arm and night.
         baseline: control success rate.
-        effect: true difference of every treatment arm (0: A/A).
+        effect: true difference of every treatment arm (0: A/A), or of the first (``t1``) alone
+            when ``first_arm_only``.
+        first_arm_only: only ``t1`` carries the effect (the least favourable case for Holm).
         mde: registered MDE.
         alpha: registered alpha (each experiment gets alpha / K).
     """
@@ -46,6 +48,7 @@ class FamilyDesign:
     units_per_arm_night: float = 60.0
     baseline: float = 0.3
     effect: float = 0.0
+    first_arm_only: bool = False
     mde: float = 0.05
     alpha: float = 0.05
 
@@ -76,7 +79,10 @@ def _nightly_figures(rng: np.random.Generator, arm_rows: pl.DataFrame, design: F
     """Cumulative binary figures of every arm at every night (``LookInputs.arm_stats`` columns), vectorised."""
     nights = design.nights
     new = rng.poisson(design.units_per_arm_night, size=(arm_rows.height, nights))
-    p = np.where(arm_rows.get_column("is_control").to_numpy(), design.baseline, design.baseline + design.effect)[:, None]
+    treated = ~arm_rows.get_column("is_control").to_numpy()
+    if design.first_arm_only:
+        treated &= arm_rows.get_column("arm").to_numpy() == "t1"
+    p = np.where(treated, design.baseline + design.effect, design.baseline)[:, None]
     succ = rng.binomial(new, p)
     n, s = new.cumsum(axis=1), succ.cumsum(axis=1)
     days = pl.Series([START + dt.timedelta(days=d) for d in range(nights)], dtype=pl.Date)

@@ -2,9 +2,9 @@
 
 The decision is made by a confidence sequence (CS, see ``sequential``), looked at every
 night. Its power at a given sample is lower than a fixed-horizon z-test's, so the
-planned sample inflates the z-test sample by a factor ``R`` calibrated by simulation
-(``benchmarks/calibrate_cs_inflation.py``) and by ``1 / v`` for the expected share ``v``
-of outcomes that are verified:
+planned sample inflates the z-test sample by a factor ``R`` calibrated by simulation at
+the comparison's alpha and power (:data:`R_TABLE`, ``benchmarks/calibrate_cs_inflation.py``)
+and by ``1 / v`` for the expected share ``v`` of outcomes that are verified:
 
     N_plan = max(min_samples, ceil(R * n_fixed / v)).
 
@@ -27,22 +27,68 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
+from scipy import optimize, stats
+from scipy.interpolate import RegularGridInterpolator
 
-__all__ = ["FALLBACK_TUNING_UNITS", "R_DEFAULT", "PlannedSample", "n_fixed", "planned_sample", "power_at", "per_test_power"]
+__all__ = ["FALLBACK_TUNING_UNITS", "R_POWERS", "R_TABLE", "PlannedSample", "inflation_at", "mde_reachable", "n_fixed", "planned_sample", "power_at", "per_test_power"]
 
-# Inflation of the fixed-horizon z-test sample that keeps the registered power at N_plan
-# for the CS decision. Calibrated by benchmarks/calibrate_cs_inflation.py (400 000
-# Brownian paths per setting, seed 20261129): CS tuned at N_plan, 30 evenly spaced nightly
-# looks up to N_plan, no decision before look 7 (the 7-day burn-in), adopt = CS lower
-# bound > 0 at some look. Critical R (power quantile of the per-path critical R, with
-# order-statistic Monte Carlo s.e.):
-#   alpha 0.050, power 0.80: 1.7232 (s.e. 0.0022)   alpha 0.050, power 0.90: 1.6215 (0.0023)
-#   alpha 0.025, power 0.80: 1.6320 (s.e. 0.0019)   alpha 0.025, power 0.90: 1.5525 (0.0021)
-# R_DEFAULT is the largest, rounded up past its upper 95% MC bound (1.7277), so the
-# registered power holds in all four settings (it is conservative for the others).
-# Fewer looks need more (10 looks: 1.79; a single look at N_plan: 1.91).
-R_DEFAULT: float = 1.73
+# Inflation R of the fixed-horizon z-test sample that keeps the registered power at N_plan
+# for the CS decision, calibrated where it is used: at the comparison's own alpha (the
+# experiment's alpha share over its comparisons, the level its plan and CS tuning take) and
+# its per-test power. Produced by ``python benchmarks/calibrate_cs_inflation.py --table``
+# (400,000 Brownian paths shared by every cell, seed 20261129): CS tuned at N_plan, 30
+# evenly spaced nightly looks up to N_plan, no decision before look 7 (the 7-day burn-in),
+# adopt = CS lower bound > 0 at some look; each cell is the upper end of the 95% Monte Carlo
+# interval of the power quantile of the per-path critical R (largest s.e. 0.015, at alpha
+# 0.5 and power 0.5; 0.002 to 0.005 where experiments are). The arm at the MDE is planned as
+# if the experiment's other arms had no effect (Holm's first step is then the only one that
+# adopts it), so the power holds in every configuration of the other arms.
+R_POWERS: tuple[float, ...] = (0.5, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999)
+R_TABLE: dict[float, tuple[float, ...]] = {  # comparison alpha: R at each of R_POWERS
+    0.5: (5.405, 3.166, 2.660, 2.256, 2.052, 1.804, 1.649),
+    0.2: (2.841, 2.260, 2.064, 1.874, 1.769, 1.622, 1.520),
+    0.1: (2.319, 1.983, 1.858, 1.726, 1.651, 1.538, 1.456),
+    0.05: (2.044, 1.818, 1.728, 1.627, 1.570, 1.478, 1.411),
+    0.025: (1.874, 1.705, 1.636, 1.557, 1.510, 1.434, 1.375),
+    0.0125: (1.755, 1.624, 1.568, 1.503, 1.463, 1.398, 1.344),
+    0.005: (1.646, 1.545, 1.501, 1.448, 1.415, 1.361, 1.314),
+    0.001: (1.521, 1.450, 1.418, 1.381, 1.355, 1.312, 1.275),
+    0.0001: (1.414, 1.365, 1.343, 1.316, 1.297, 1.265, 1.238),
+    1e-05: (1.346, 1.311, 1.293, 1.273, 1.258, 1.233, 1.211),
+    1e-06: (1.299, 1.272, 1.258, 1.241, 1.229, 1.209, 1.190),
+    1e-07: (1.265, 1.242, 1.231, 1.217, 1.207, 1.189, 1.175),
+    1e-08: (1.239, 1.219, 1.210, 1.198, 1.190, 1.174, 1.162),
+}
+
+def inflation_at(alpha: ArrayLike, power: ArrayLike) -> np.ndarray:
+    """R for a comparison at level ``alpha`` and per-test ``power``, from :data:`R_TABLE`.
+
+    Linear in ``log(alpha)`` and in ``power`` between the calibrated cells (R is convex in
+    both, so the chord lies above it and the interpolation errs on the side of power).
+    Outside the grid the nearest edge is used: a level below 1e-8 or a power above 0.999
+    takes a larger R than it needs; the contract keeps alpha at most 0.5 and power at least
+    0.5, the grid's other edges.
+
+    Args:
+        alpha: Two-sided level of the comparison, in (0, 1).
+        power: Per-test power, in (0, 1).
+
+    Returns:
+        R, broadcast over the inputs; NaN where alpha or power is outside (0, 1).
+    """
+    a = np.asarray(alpha, dtype=float)
+    pw = np.asarray(power, dtype=float)
+    ok = (a > 0) & (a < 1) & (pw > 0) & (pw < 1)
+    levels = np.log(np.array(sorted(R_TABLE)))
+    grid = np.array([R_TABLE[k] for k in sorted(R_TABLE)])
+    interp = RegularGridInterpolator((levels, np.array(R_POWERS)), grid)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.clip(np.log(np.where(ok, a, 0.05)), levels[0], levels[-1])
+    y = np.clip(np.where(ok, pw, 0.8), R_POWERS[0], R_POWERS[-1])
+    x, y = np.broadcast_arrays(x, y)
+    r = interp(np.stack([x.ravel(), y.ravel()], axis=1)).reshape(x.shape)
+    return np.where(ok, r, np.nan)
+
 
 FALLBACK_TUNING_UNITS: float = 5000.0
 """Units (both arms of a comparison) at which the confidence sequence is tuned when the
@@ -178,7 +224,7 @@ def planned_sample(
     allocation_ratio: ArrayLike = 1.0,
     baseline_sd: ArrayLike | None = None,
     metric: str = "binary",
-    inflation: ArrayLike = R_DEFAULT,
+    inflation: ArrayLike | None = None,
     verified_share: ArrayLike = 1.0,
 ) -> PlannedSample:
     """Planned control-arm sample for the confidence-sequence decision.
@@ -198,7 +244,8 @@ def planned_sample(
         allocation_ratio: Treatment-to-control ratio of units.
         baseline_sd: Per-unit sd (continuous metrics).
         metric: ``"binary"`` or ``"continuous"``.
-        inflation: R, the CS inflation (default :data:`R_DEFAULT`).
+        inflation: R, the CS inflation (default: :func:`inflation_at` the comparison's
+            ``alpha`` and ``power``).
         verified_share: Expected share v in (0, 1] of outcomes that are verified.
 
     Returns:
@@ -213,7 +260,7 @@ def planned_sample(
     a = np.asarray(alpha, dtype=float)
     pw = np.asarray(power, dtype=float)
     v = np.asarray(verified_share, dtype=float)
-    rr = np.asarray(inflation, dtype=float)
+    rr = np.asarray(inflation_at(a, pw) if inflation is None else inflation, dtype=float)
     ms = np.asarray(min_samples, dtype=float)
     nf = n_fixed(base, d, a, pw, allocation_ratio, baseline_sd, metric)
     shape = np.broadcast_shapes(nf.shape, v.shape, rr.shape, ms.shape)
@@ -258,16 +305,16 @@ def power_at(
     allocation_ratio: ArrayLike = 1.0,
     baseline_sd: ArrayLike | None = None,
     metric: str = "binary",
-    inflation: ArrayLike = R_DEFAULT,
+    inflation: ArrayLike | None = None,
     verified_share: ArrayLike = 1.0,
 ) -> np.ndarray:
     """Power reached for the registered MDE at a control-arm sample (never the observed effect).
 
     The z-test power at the effective sample ``n v / R``:
-    ``Phi(|mde|/se - z_{1-alpha/2}) + Phi(-|mde|/se - z_{1-alpha/2})``. With the default
+    ``Phi(|mde|/se - z_{1-alpha/2}) + Phi(-|mde|/se - z_{1-alpha/2})``. With the plan's
     R this approximates the CS's power to adopt by ``n`` when the CS is tuned at ``n``
-    (exact at the calibration settings); pass ``inflation=1`` for the fixed-horizon
-    z-test power.
+    (exact at the calibrated power); pass ``inflation=1`` for the fixed-horizon z-test
+    power.
 
     Args:
         n_per_arm: Control-arm units (>= 0).
@@ -277,7 +324,8 @@ def power_at(
         allocation_ratio: Treatment-to-control ratio.
         baseline_sd: Per-unit sd (continuous).
         metric: ``"binary"`` or ``"continuous"``.
-        inflation: R (1 for the fixed-horizon test).
+        inflation: R (1 for the fixed-horizon test; default: the R of a plan at ``alpha``
+            and power 0.8, :func:`inflation_at`).
         verified_share: v.
 
     Returns:
@@ -290,7 +338,8 @@ def power_at(
     d = np.abs(np.asarray(mde, dtype=float))
     a = np.asarray(alpha, dtype=float)
     r = np.asarray(allocation_ratio, dtype=float)
-    n_eff = np.asarray(n_per_arm, dtype=float) * np.asarray(verified_share, float) / np.asarray(inflation, float)
+    rr = inflation_at(a, 0.8) if inflation is None else np.asarray(inflation, float)
+    n_eff = np.asarray(n_per_arm, dtype=float) * np.asarray(verified_share, float) / rr
     ok = ok & np.isfinite(d) & (a > 0) & (a < 1) & (r > 0) & (n_eff >= 0) & ~np.isnan(n_eff)
     with np.errstate(invalid="ignore", divide="ignore"):
         se = np.sqrt((var_c + var_t / r) / n_eff)
@@ -298,3 +347,39 @@ def power_at(
         pw = stats.norm.cdf(d / se - z) + stats.norm.cdf(-d / se - z)
         pw = np.where(n_eff == 0, 0.0, pw)
     return np.where(ok, pw, np.nan)
+
+
+def mde_reachable(
+    n_per_arm: float,
+    baseline_mean: float,
+    alpha: float,
+    power: float,
+    inflation: float,
+    verified_share: float = 1.0,
+    baseline_sd: float | None = None,
+    metric: str = "binary",
+) -> float:
+    """The smallest MDE (an increase) whose plan fits ``n_per_arm`` control units at equal allocation.
+
+    The inverse of :func:`planned_sample` in the MDE: the root in ``d`` of
+    ``power_at(n, d, ...) = power`` (at the plan's R and verified share, power at ``n`` is the
+    z-test power at ``n_fixed = n v / R``, so the root's plan is ``n``), by Brent's method
+    (``scipy.optimize.brentq``) between 0 and the largest MDE the metric allows (a rate: up
+    to ``1 - baseline``; a mean: 100 sd).
+
+    Returns:
+        The MDE in the metric's unit; NaN when no MDE is reachable (``n`` is 0, the largest
+        MDE is not reached, or the inputs are invalid).
+    """
+    if metric == "binary":
+        high = 1.0 - float(baseline_mean) - 1e-9
+    else:
+        high = 100.0 * float(np.nan if baseline_sd is None else baseline_sd)
+
+    def gap(d: float) -> float:
+        return float(power_at(n_per_arm, d, baseline_mean, alpha, baseline_sd=baseline_sd, metric=metric,
+                              inflation=inflation, verified_share=verified_share)) - power
+
+    if not (np.isfinite(high) and high > 0 and n_per_arm > 0) or not gap(high) > 0:
+        return float("nan")
+    return float(optimize.brentq(gap, high * 1e-9, high, xtol=1e-12, rtol=1e-10))
