@@ -3,7 +3,8 @@
 Two families of one landing:
 
 * ``o / t``: 50 sessions a day from 10-01 to 10-28, of 10 new users a day, none in an
-  experiment, and one live experiment (``e1``, registered 10-01) holding slot 1 of 4;
+  experiment, 40 of them with a verified outcome, 20 of those a success, and one live
+  experiment (``e1``, registered 10-01) holding slot 1 of 4;
 * ``o2 / t2``: four live experiments registered 10-01, with 6, 10, 14 and 18 assigned and
   judged sessions a day: every slot is held.
 
@@ -50,6 +51,9 @@ def _land(landing):
             sessions.append({**VALID["sessions"], "session_id": f"s{day}-{i}", "org_id": "o", "task_type": "t",
                              "user_id": f"u{day}-{i % 10}", "experiment_id": None, "delivered_arm": None,
                              "started_at": at.isoformat(), "ended_at": (at + dt.timedelta(minutes=5)).isoformat()})
+            if i % 5 != 4:  # 40 of 50 verified, 20 of them successes
+                outcomes.append({**VALID["outcomes"], "session_id": f"s{day}-{i}", "success": i % 5 < 2,
+                                 "recorded_at": (at + dt.timedelta(minutes=10)).isoformat()})
         for f in range(4):
             for i in range(6 + 4 * f):  # 6, 10, 14, 18 a day: their plans end on different days
                 sid, arm = f"f{f}-{day}-{i}", "c" if i % 2 else "b"
@@ -131,3 +135,45 @@ def test_the_text_says_the_plan_and_a_registration_the_contract_refuses_is_said_
     refused = CliRunner().invoke(main, ["--warehouse", str(warehouse), "plan", "--org", "o", "--task-type", "t",
                                         "--baseline", "0.5", "--mde", "-0.1"])
     assert refused.exit_code != 0 and "the registration would be refused: mde" in refused.output
+
+
+def _mde(p, units, share, r):
+    """The smallest increase d whose plan is ``units``: R n_fixed(d) / v = units, n_fixed as above, so
+    Z^2 (p q + (p + d)(q - d)) = m d^2 with m = units v / R, a quadratic in d (its positive root)."""
+    q, m, z2 = 1 - p, units * share / r, Z**2
+    return (z2 * (q - p) + math.sqrt(z2**2 * (q - p) ** 2 + 8 * p * q * z2 * (m + z2))) / (2 * (m + z2))
+
+
+def test_the_family_outlook_of_the_night_is_the_plan_inverted(warehouse):
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        rows = {r["org_id"]: r for r in con.execute("SELECT * FROM family_outlook").pl().to_dicts()}
+        last_end = con.execute("SELECT experiment_id, as_of, max(days_to_plan) FROM experiment_analysis WHERE is_primary "
+                               "AND org_id = 'o2' AND as_of = DATE '2026-10-28' GROUP BY ALL").fetchall()
+    assert set(rows) == {"o", "o2"}
+    o, o2 = rows["o"], rows["o2"]
+    # o / t: 50 sessions a day, 40 verified (0.8), 20 of them successes (0.5); slot 2 of 4 free, shared with e1;
+    # units per arm in D days: floor(D x 50 / 2 experiments / 2 arms) = 175, 350, 700
+    assert (o["as_of"], o["traffic_per_day"], o["verified_share"], o["baseline"]) == (dt.date(2026, 10, 28), 50.0, 0.8, 0.5)
+    assert (o["slot_free"], o["next_free_slot"], o["experiments_sharing"], o["alpha_slots"]) == (True, None, 2, 4)
+    assert o["comparison_alpha"] == 0.0125 and o["inflation"] == pytest.approx(R)
+    assert [o[f"units_per_arm_{d}d"] for d in (14, 28, 56)] == [175, 350, 700]
+    # at p = 0.5 the root is d^2 = 0.5 Z^2 / (m + Z^2): 0.2356, 0.1714, 0.1230
+    for d, units in ((14, 175), (28, 350), (56, 700)):
+        assert o[f"mde_{d}d"] == pytest.approx(math.sqrt(0.5 * Z**2 / (units * 0.8 / R + Z**2)), rel=1e-7)
+        assert o[f"mde_{d}d"] == pytest.approx(_mde(0.5, units, 0.8, R), rel=1e-7)
+    # o2 / t2: 48 sessions a day, all verified, 17 successes of 48 a day (2 + 4 + 5 + 6); every slot held:
+    # shared by 4; 84 units a side in 14 days is below the minimum of 100, so no MDE there
+    assert (o2["traffic_per_day"], o2["verified_share"]) == (48.0, 1.0) and o2["baseline"] == pytest.approx(17 / 48)
+    assert (o2["slot_free"], o2["experiments_sharing"]) == (False, 4)
+    ends = sorted(as_of + dt.timedelta(days=math.ceil(left)) for _, as_of, left in last_end)
+    assert o2["next_free_slot"] == ends[0]
+    assert [o2[f"units_per_arm_{d}d"] for d in (14, 28, 56)] == [84, 168, 336] and o2["mde_14d"] is None
+    for d, units in ((28, 168), (56, 336)):
+        assert o2[f"mde_{d}d"] == pytest.approx(_mde(17 / 48, units, 1.0, R), rel=1e-7)
+
+
+def test_the_report_shows_each_familys_power_curve(warehouse):
+    html = next(warehouse.parent.glob("**/*.html")).read_text(encoding="utf-8")
+    assert "Planning: what each family could detect tonight (2)" in html
+    assert "o / t" in html and "a slot is free (shared by 2); detectable at power 80%: +0.236 in 14 days, +0.171 in 28 days, +0.123 in 56 days" in html
+    assert "no slot free until about" in html and html.count('alt="power curve of ') == 2

@@ -29,6 +29,8 @@ import polars as pl
 from sql import load_sql
 from zcl_assets.analysis.metrics import metric_spec
 from zcl_assets.analysis.registration import RegistrationPolicy, live_at, plan_registrations
+from zcl_assets.analysis.schema import FAMILY_OUTLOOK, OUTLOOK_DAYS
+from zcl_assets.stats.power import mde_reachable
 
 PLANNED_ID = "(planned)"
 """Experiment id of the request's registration (never landed, never stored)."""
@@ -207,5 +209,49 @@ def answer(request: PlanRequest, family: FamilyState, days: float | None = None)
     return out
 
 
-__all__ = ["PLANNED_ID", "FamilyState", "PlanRequest", "answer", "family_state", "live_holders", "mde_within",
+def family_outlook(con: duckdb.DuckDBPyConnection, as_of: dt.date, policy: RegistrationPolicy) -> pl.DataFrame:
+    """What each family with sessions in the 28 days before the end of ``as_of`` could detect now.
+
+    For every organization and task type: the traffic, verified share and success rate of those
+    28 days (``sql/measure_family_outlook.sql``), and what a one-treatment, session-randomized
+    experiment on ``success`` registered at the end of the night would get: its slot (or the
+    day the next one frees), the level and R it would be planned at, its control units within
+    each horizon of ``OUTLOOK_DAYS`` at its share of the traffic, and the smallest MDE whose
+    plan those units reach (:func:`~zcl_assets.stats.power.mde_reachable`, the plan inverted).
+
+    Returns:
+        One row per family, in the columns of ``schema.FAMILY_OUTLOOK``.
+    """
+    end = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), tzinfo=dt.timezone.utc)
+    families = con.execute(load_sql("measure_family_outlook"), {"end": end}).pl()
+    rows = [_outlook(con, fam, end, policy) | {"as_of": as_of} for fam in families.iter_rows(named=True)]
+    return pl.DataFrame(rows, schema=FAMILY_OUTLOOK.polars, orient="row") if rows else pl.DataFrame(
+        schema=FAMILY_OUTLOOK.polars)
+
+
+def _outlook(con: duckdb.DuckDBPyConnection, fam: dict, end: dt.datetime, policy: RegistrationPolicy) -> dict:
+    """One family's outlook row (see :func:`family_outlook`)."""
+    baseline, share = fam["success_rate"], fam["verified_share"]
+    usable = baseline is not None and 0 < baseline < 1 and share > 0
+    request = PlanRequest(org_id=fam["org_id"], task_type=fam["task_type"], metric="success",
+                          baseline_mean=baseline if usable else 0.5, mde=(1 - baseline if usable else 0.5) / 2,
+                          verified_share=share if usable else 1.0, at=end)
+    family = family_state(con, request, policy)
+    plan = plan_at(request, family)
+    sharing = min(len(live_holders(request, family)) + 1, plan["alpha_slots"])
+    free = None if plan["admitted"] else next_free_slot(request, family)
+    out = {"org_id": request.org_id, "task_type": request.task_type, "traffic_per_day": plan["traffic_per_day"],
+           "verified_share": share, "baseline": baseline, "alpha_slots": plan["alpha_slots"],
+           "slot_free": plan["admitted"], "next_free_slot": free, "experiments_sharing": sharing,
+           "comparison_alpha": plan["comparison_alpha"], "inflation": plan["inflation"]}
+    for days in OUTLOOK_DAYS:  # the plan's days_to_plan inverted: units per arm = days x traffic / sharing / 2 arms
+        units = math.floor(days * (plan["traffic_per_day"] or 0.0) / sharing / 2)
+        out[f"units_per_arm_{days}d"] = float(units)
+        reachable = usable and units >= request.min_samples_per_arm
+        out[f"mde_{days}d"] = mde_reachable(units, baseline, out["comparison_alpha"], request.power, plan["inflation"],
+                                            share) if reachable else None
+    return out
+
+
+__all__ = ["PLANNED_ID", "FamilyState", "PlanRequest", "answer", "family_outlook", "family_state", "live_holders", "mde_within",
            "next_free_slot", "plan_at", "registration"]

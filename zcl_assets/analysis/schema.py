@@ -21,6 +21,9 @@ _SQL = {
 }
 
 
+OUTLOOK_DAYS = (14, 28, 56)
+"""Horizons of the family outlook: two, four and eight weeks."""
+
 _STORED = {"TIMESTAMPTZ": "TIMESTAMP WITH TIME ZONE"}  # how information_schema spells it
 
 
@@ -219,6 +222,25 @@ EXPERIMENT_PLANS = TableSchema("experiment_plans", (
     _c("days_to_plan", F, "days to reach the plan at that traffic, shared among the family's experiments"),
     _c("policy_version", S, "version of the registration policy"),
     _c("planned_at", T, "when the plan was frozen", not_null=True),
+), derived=True)
+
+FAMILY_OUTLOOK = TableSchema("family_outlook", (
+    _c("as_of", D, "the night", not_null=True),
+    _c("org_id", S, "organization", not_null=True),
+    _c("task_type", S, "task type", not_null=True),
+    _c("traffic_per_day", F, "sessions a day in the 28 days before the end of the night"),
+    _c("verified_share", F, "share of those sessions with an authoritative outcome"),
+    _c("baseline", F, "success rate of the verified ones: the baseline a new experiment would register"),
+    _c("alpha_slots", INT, "K, the family's concurrent slots"),
+    _c("slot_free", B, "a registration tonight would get a slot"),
+    _c("next_free_slot", D, "when no slot is free: the day the first live experiment should reach its plan"),
+    _c("experiments_sharing", INT, "experiments that would share the traffic, the new one included"),
+    _c("comparison_alpha", F, "the level a new one-treatment experiment would plan at (alpha / K)"),
+    _c("inflation", F, "R at that level and power 0.8"),
+    *(_c(f"units_per_arm_{d}d", F, f"control units a new experiment reaches in {d} days at its share of the traffic")
+      for d in OUTLOOK_DAYS),
+    *(_c(f"mde_{d}d", F, f"smallest increase in the success rate whose plan is reached in {d} days (null: none)")
+      for d in OUTLOOK_DAYS),
 ), derived=True)
 
 KNOWLEDGE_RECORDS = TableSchema("knowledge_records", (

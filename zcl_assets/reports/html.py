@@ -41,6 +41,7 @@ from zcl_assets.reports.formatting import (
     lift as lift_text,
 )
 from zcl_assets.reports.methods import DECIDING_INTERVAL, method_name
+from zcl_assets.reports.planning import CAPTION, outlook_sentence, power_curve
 
 GROUP_TITLES = {
     "invalid": "Invalid: do not trust these results",
@@ -94,10 +95,11 @@ def _anchor(view: ExperimentView) -> str:
 
 def render_html(
     views: Sequence[ExperimentView], plots: Mapping[str, tuple[bytes, bytes]], title: str = "ZCL experiment report",
-    failures: Mapping[str, str] | None = None,
+    failures: Mapping[str, str] | None = None, outlook: Sequence[dict] = (),
 ) -> str:
     """The page. ``plots`` maps an experiment id to its (forest plot, look history) SVGs; ``failures`` an
-    experiment id to the error that kept its page from being drawn (its card says so)."""
+    experiment id to the error that kept its page from being drawn (its card says so); ``outlook`` the rows of
+    ``family_outlook`` (what each family could detect tonight), drawn last."""
     failures = dict(failures or {})
     days = sorted({v.as_of for v in views})
     looks = days[0] + (f" to {days[-1]}" if len(days) > 1 else "") if days else "none"
@@ -123,8 +125,21 @@ def render_html(
             continue
         parts.append(f'<h2 id="g-{_e(group.replace(" ", "_"))}">{_e(GROUP_TITLES[group])} ({len(members)})</h2>')
         parts += [cards[v.experiment_id] for v in members]
+    if outlook:
+        parts.append(_outlook(outlook))
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _outlook(rows: Sequence[dict]) -> str:
+    """The section of the family outlook: one line and one power curve per family."""
+    items = "".join(
+        f'<div class="card"><h3>{_e(r["org_id"])} / {_e(r["task_type"])}</h3><p>{_e(outlook_sentence(r))}</p>'
+        f'{_img(power_curve(r), "power curve of " + r["org_id"] + " / " + r["task_type"])}</div>'
+        for r in rows
+    )
+    return (f'<h2 id="g-outlook">Planning: what each family could detect tonight ({len(rows)})</h2>'
+            f'<p class="muted">Power curves: {_e(CAPTION)}</p>{items}')
 
 
 def _safe_card(view: ExperimentView, plots: tuple[bytes, bytes] | None, failures: dict[str, str]) -> str:

@@ -111,6 +111,9 @@ class Canvas:
     def polygon(self, points: list[tuple[float, float]], **attrs: object) -> None:
         self.parts.append(f"<polygon{self._attrs({'points': ' '.join(f'{_fmt(x)},{_fmt(y)}' for x, y in points), **attrs})}/>")
 
+    def polyline(self, points: list[tuple[float, float]], **attrs: object) -> None:
+        self.parts.append(f"<polyline{self._attrs({'points': ' '.join(f'{_fmt(x)},{_fmt(y)}' for x, y in points), 'fill': 'none', **attrs})}/>")
+
     def text(self, x: float, y: float, text: str, size: float = 11, anchor: str = "start", **attrs: object) -> None:
         attrs = {"x": x, "y": y, "font_size": size, "text_anchor": anchor if anchor != "start" else None, **attrs}
         self.parts.append(f"<text{self._attrs(attrs)}>{escape(text)}</text>")

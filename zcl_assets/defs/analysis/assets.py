@@ -10,6 +10,7 @@ from resources import ComputeEngine, Warehouse
 from sql import load_sql
 from zcl_assets.analysis.knowledge import GATE_VERSION, cited_looks, promote
 from zcl_assets.analysis.look import nights_to_write, take_looks
+from zcl_assets.analysis.planner import family_outlook as outlook_of_families
 from zcl_assets.analysis.registration import (
     DEFAULT_ALPHA_SLOTS,
     RegistrationPolicy,
@@ -18,7 +19,7 @@ from zcl_assets.analysis.registration import (
     plan_registrations,
     refusal_quarantine,
 )
-from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS, EXPERIMENT_PLANS, KNOWLEDGE_RECORDS
+from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS, EXPERIMENT_PLANS, FAMILY_OUTLOOK, KNOWLEDGE_RECORDS
 from zcl_assets.defs.analysis import checks
 from zcl_assets.experience.build import build_experience, build_verification_records
 from zcl_assets.ingest import changelog
@@ -247,6 +248,30 @@ def knowledge_records(context: dg.AssetExecutionContext, warehouse: Warehouse) -
                 "experiment_id", "treatment_arm", "claim", "look_as_of", "supersedes", "statement").head(30))),
         }
     )
+
+
+@dg.asset(deps=[experiment_analysis], group_name="analysis", kinds={"duckdb", "scipy"}, pool="duckdb")
+def family_outlook(context: dg.AssetExecutionContext, config: PlanConfig, warehouse: Warehouse) -> dg.MaterializeResult:
+    """What each organization and task type could detect if it registered tonight (`zcl plan`'s figures for
+    every family): its traffic, verified share and success rate over the 28 days before the night, whether a
+    slot is free (or when the next one frees), and, for a one-treatment experiment on `success`, the control
+    units it would reach in 14, 28 and 56 days at its share of the traffic and the smallest increase whose plan
+    they reach. The report draws each family's power curve from these figures."""
+    as_of = materialized_look(context.instance)
+    with warehouse.connect() as con:
+        FAMILY_OUTLOOK.ensure(con)
+        rows = outlook_of_families(con, dt.date.fromisoformat(as_of), RegistrationPolicy(alpha_slots=config.alpha_slots)) \
+            if as_of else pl.DataFrame(schema=FAMILY_OUTLOOK.polars)
+        with transaction(con, outlook_batch=rows):
+            con.execute("DELETE FROM family_outlook")
+            con.execute(f"INSERT INTO family_outlook BY NAME SELECT {', '.join(FAMILY_OUTLOOK.names)} FROM outlook_batch")
+    return dg.MaterializeResult(metadata={
+        "dagster/row_count": rows.height,
+        "as_of": as_of or "none",
+        "families": dg.MetadataValue.md(markdown_table(rows.select(
+            "org_id", "task_type", "traffic_per_day", "baseline", "slot_free", "next_free_slot", "mde_14d", "mde_28d",
+            "mde_56d").head(60))),
+    })
 
 
 def materialized_look(instance: dg.DagsterInstance) -> str | None:

@@ -16,11 +16,12 @@ from pathlib import Path
 import dagster as dg
 
 from resources import Warehouse
-from zcl_assets.defs.analysis.assets import experiment_analysis, materialized_look
+from zcl_assets.defs.analysis.assets import experiment_analysis, family_outlook, materialized_look
 from zcl_assets.defs.reports.metadata import experiment_metadata, failed_metadata, overview_table
 from zcl_assets.reports.experiments import ATTENTION_ORDER, ExperimentView, load_views
 from zcl_assets.reports.html import render_html
 from zcl_assets.reports.index import IndexRow, attention_markdown, failed_row, index_markdown, index_row
+from zcl_assets.reports.planning import load_outlook, outlook_markdown
 from zcl_assets.reports.plots import plots as view_plots
 
 experiment_partitions = dg.DynamicPartitionsDefinition(name="experiment")
@@ -55,7 +56,7 @@ def draw_page(view: ExperimentView, cache: Path) -> tuple[dict, tuple[bytes, byt
 
 
 @dg.asset(
-    deps=[experiment_analysis],
+    deps=[experiment_analysis, family_outlook],
     group_name="reports",
     kinds={"duckdb", "svg"},
     pool="duckdb",
@@ -67,14 +68,16 @@ def analysis_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     """**Start here.** The night's index: what needs attention first (alarms such as an SRM mismatch, a breached
     guardrail or a stalled experiment, then decisions to act on), every experiment with its decision, alarm,
     deciding interval, plan and SRM status, and a link to its `experiment_report` page (entry `index`, *Show
-    Markdown*); the self-contained HTML report of the look (`html_report`, beside the warehouse)."""
+    Markdown*); what each family could detect tonight, with its power curve (`family_outlook`); the
+    self-contained HTML report of the look (`html_report`, beside the warehouse)."""
     as_of = materialized_look(context.instance)
     try:
         with warehouse.connect(read_only=True) as con:
             views = load_views(con, as_of)
+            outlook = load_outlook(con, as_of)
     except LookupError as exc:  # nothing registered or analysed yet: an empty report, not a failed night
         context.log.info(f"no experiment to report: {exc}")
-        views = []
+        views, outlook = [], []
     known = set(context.instance.get_dynamic_partitions(experiment_partitions.name))
     new = [v.experiment_id for v in views if v.experiment_id not in known]
     if new:
@@ -92,12 +95,13 @@ def analysis_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     rows.sort(key=lambda r: r.alarm_kind != "report_failed")  # stable: attention order otherwise
     path = report_path(warehouse, as_of or "none")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(views, plots, failures=failures), encoding="utf-8")
+    path.write_text(render_html(views, plots, failures=failures, outlook=outlook), encoding="utf-8")
     counts = {group.replace(" ", "_"): sum(r.group == group for r in rows) for group in ATTENTION_ORDER}
     return dg.MaterializeResult(
         metadata={
             "attention": dg.MetadataValue.md(attention_markdown(rows, as_of or "none")),
             "index": dg.MetadataValue.md(index_markdown(rows)),
+            "family_outlook": dg.MetadataValue.md(outlook_markdown(outlook)),
             "experiments": overview_table(rows),
             **counts,
             "html_report": dg.MetadataValue.path(str(path)),
