@@ -291,3 +291,45 @@ def test_the_html_report_reads_at_1440_by_900_and_its_links_lead_to_each_card(bu
                     _shoot(page, tmp_path, "html-report-card.png")
         finally:
             page.context.browser.close()
+
+
+def test_each_familys_power_curve_reads_in_the_ui_and_the_report(bundled_night, webserver, tmp_path):
+    _require_browser()
+    from playwright.sync_api import expect, sync_playwright
+
+    from zcl_assets.reports.html import render_html
+    from zcl_assets.stats.power import inflation_at, mde_reachable
+
+    with duckdb.connect(str(bundled_night.warehouse), read_only=True) as con:
+        families = con.execute("SELECT count(*) FROM family_outlook WHERE as_of = DATE '2026-11-15'").fetchone()[0]
+    assert families == 0  # the bundled sessions end on 2026-10-15, a month before the night
+    # a family with traffic, as the planner writes it (tests/end_to_end/test_plan_command.py checks the figures)
+    r = float(inflation_at(0.0125, 0.8))
+    busy = {"org_id": "org-with-traffic", "task_type": "triage", "traffic_per_day": 50.0, "verified_share": 0.8,
+            "baseline": 0.5, "alpha_slots": 4, "slot_free": True, "next_free_slot": None, "experiments_sharing": 2,
+            "comparison_alpha": 0.0125, "inflation": r,
+            **{f"units_per_arm_{d}d": float(n) for d, n in ((14, 175), (28, 350), (56, 700))},
+            **{f"mde_{d}d": mde_reachable(n, 0.5, 0.0125, 0.8, r, 0.8) for d, n in ((14, 175), (28, 350), (56, 700))}}
+    page_file = tmp_path / "outlook.html"
+    page_file.write_text(render_html([], {}, outlook=[busy]), encoding="utf-8")
+    with sync_playwright() as p:
+        page = _launch(p)
+        try:
+            # the UI and the night's HTML report say there is nothing to plan on, and why
+            page.goto(webserver + "/assets/analysis_report")
+            _skip_first_visit_dialog(page)
+            expect(page.locator("tr").filter(has_text="family_outlook").first).to_contain_text(
+                "No family had sessions in the 28 days before the night")
+            page.goto(report_path(Warehouse(path=str(bundled_night.warehouse)), BUNDLED_NIGHT).as_uri())
+            expect(page.locator("#g-outlook")).to_contain_text("Planning: what each family could detect tonight (0)")
+            expect(page.get_by_text("No family had sessions in the 28 days before the night")).to_be_visible()
+            # a family with traffic: its three curves, drawn at the width of the SVG
+            page.goto(page_file.as_uri())
+            card = page.locator("div.card:has(h3:has-text('org-with-traffic'))")
+            expect(card).to_contain_text("detectable at power 80%: +0.236 in 14 days, +0.171 in 28 days, +0.123 in 56 days")
+            curve = card.locator("img")
+            assert curve.evaluate("img => img.complete && img.naturalWidth") == 540
+            assert page.evaluate(PAGE_OVERFLOW) == []
+            _shoot(page, tmp_path, "family-outlook-report.png")
+        finally:
+            page.context.browser.close()

@@ -232,7 +232,7 @@ def family_outlook(con: duckdb.DuckDBPyConnection, as_of: dt.date, policy: Regis
 def _outlook(con: duckdb.DuckDBPyConnection, fam: dict, end: dt.datetime, policy: RegistrationPolicy) -> dict:
     """One family's outlook row (see :func:`family_outlook`)."""
     baseline, share = fam["success_rate"], fam["verified_share"]
-    usable = baseline is not None and 0 < baseline < 1 and share > 0
+    usable = baseline is not None and 0 < baseline < 1 and share is not None and share > 0
     request = PlanRequest(org_id=fam["org_id"], task_type=fam["task_type"], metric="success",
                           baseline_mean=baseline if usable else 0.5, mde=(1 - baseline if usable else 0.5) / 2,
                           verified_share=share if usable else 1.0, at=end)

@@ -41,7 +41,7 @@ from zcl_assets.reports.formatting import (
     lift as lift_text,
 )
 from zcl_assets.reports.methods import DECIDING_INTERVAL, method_name
-from zcl_assets.reports.planning import CAPTION, outlook_sentence, power_curve
+from zcl_assets.reports.planning import CAPTION, EMPTY, outlook_sentence, power_curve
 
 GROUP_TITLES = {
     "invalid": "Invalid: do not trust these results",
@@ -125,8 +125,7 @@ def render_html(
             continue
         parts.append(f'<h2 id="g-{_e(group.replace(" ", "_"))}">{_e(GROUP_TITLES[group])} ({len(members)})</h2>')
         parts += [cards[v.experiment_id] for v in members]
-    if outlook:
-        parts.append(_outlook(outlook))
+    parts.append(_outlook(outlook))
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -138,8 +137,10 @@ def _outlook(rows: Sequence[dict]) -> str:
         f'{_img(power_curve(r), "power curve of " + r["org_id"] + " / " + r["task_type"])}</div>'
         for r in rows
     )
-    return (f'<h2 id="g-outlook">Planning: what each family could detect tonight ({len(rows)})</h2>'
-            f'<p class="muted">Power curves: {_e(CAPTION)}</p>{items}')
+    head = f'<h2 id="g-outlook">Planning: what each family could detect tonight ({len(rows)})</h2>'
+    if not rows:
+        return f'{head}<p class="muted">{_e(EMPTY)}</p>'
+    return f'{head}<p class="muted">Power curves: {_e(CAPTION)}</p>{items}'
 
 
 def _safe_card(view: ExperimentView, plots: tuple[bytes, bytes] | None, failures: dict[str, str]) -> str:

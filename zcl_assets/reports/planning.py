@@ -53,7 +53,7 @@ def power_curve(row: dict) -> bytes:
     canvas.text(10, 16, shorten(f"{title}: power to adopt by the plan (success, one treatment)", WIDTH - 20, 11.5), 11.5,
                 font_weight="bold")
     if not finite(row.get("baseline")) or not 0 < row["baseline"] < 1:
-        canvas.text(10, 40, "no verified success rate in the last 28 days: no curve", 10.5, fill="#666666")
+        canvas.text(10, 40, "no verified success rate in the 28 days before the night: no curve", 10.5, fill="#666666")
         canvas.height = 52
         return canvas.svg()
     top = _top(row)
@@ -98,16 +98,18 @@ def outlook_sentence(row: dict) -> str:
 def outlook_markdown(rows: Sequence[dict]) -> str:
     """The outlook for the Dagster UI: a table of every family, then each family's power curve."""
     if not rows:
-        return "No family had sessions in the 28 days before the night."
+        return EMPTY
     frame = pl.DataFrame([{
         "family": f"{r['org_id']} / {r['task_type']}", "sessions a day": r["traffic_per_day"],
-        "verified": r["verified_share"], "baseline": r["baseline"],
+        "verified share": r["verified_share"], "baseline": r["baseline"],
         "slot": "free" if r["slot_free"] else f"next {r['next_free_slot'] or 'unknown'}",
         **{f"MDE {d} days": r[f"mde_{d}d"] for d in OUTLOOK_DAYS},
     } for r in rows])
     curves = [svg_image(power_curve(r), f"power curve of {r['org_id']} / {r['task_type']}") for r in rows]
     return "\n\n".join([markdown_table(frame), f"**Power curves**: {CAPTION}", *curves])
 
+
+EMPTY = "No family had sessions in the 28 days before the night: nothing to plan on."
 
 CAPTION = ("for a one-treatment experiment on success registered tonight, the power to adopt by "
            "the plan against the true increase, at the units it reaches in 14, 28 and 56 days; each dot is that "
