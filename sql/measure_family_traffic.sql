@@ -1,11 +1,42 @@
--- Units a day of each new registration's organization and task type in the 28 days before
--- it registered: sessions, or distinct users for a user-randomized experiment. Registered
--- frame: new_registrations(experiment_id, org_id, task_type, randomization_unit, registered_at).
-SELECT r.experiment_id,
-       CASE WHEN r.randomization_unit = 'user' THEN count(DISTINCT s.user_id) ELSE count(s.session_id) END / 28.0
-           AS traffic_per_day
-FROM new_registrations r
-LEFT JOIN staged_sessions s
-  ON s.org_id = r.org_id AND s.task_type = r.task_type
- AND s.started_at < r.registered_at AND s.started_at >= r.registered_at - INTERVAL 28 DAY
-GROUP BY r.experiment_id, r.randomization_unit
+-- What each new registration's organization and task type showed in the 28 days before it
+-- registered. Registered frame: new_registrations(experiment_id, org_id, task_type,
+-- randomization_unit, registered_at).
+--   traffic_per_day: units a day: sessions, or distinct users for a user-randomized experiment;
+--   verified_share, success_rate: the share of those sessions with an authoritative outcome, and
+--     the success rate among them (each session's latest authoritative outcome; ties: the first
+--     evaluator id, then version, as in the experience);
+--   history_users, sessions_per_user, user_rate_variance: the users with a verified session, their
+--     verified sessions each on average, and the sample variance across them of each user's
+--     success rate: what the variance of a per-user mean is, for a user-randomized plan.
+WITH recent AS (
+    SELECT r.experiment_id, r.randomization_unit, s.session_id, s.user_id
+    FROM new_registrations r
+    LEFT JOIN staged_sessions s
+      ON s.org_id = r.org_id AND s.task_type = r.task_type
+     AND s.started_at < r.registered_at AND s.started_at >= r.registered_at - INTERVAL 28 DAY
+), verified AS (
+    SELECT session_id, success FROM (
+        SELECT v.session_id, CAST(v.success AS DOUBLE) AS success,
+               row_number() OVER (PARTITION BY v.session_id ORDER BY v.recorded_at DESC, v.evaluator_id, v.evaluator_version) AS k
+        FROM verification_records v SEMI JOIN recent r USING (session_id)
+        WHERE v.authoritative
+    ) WHERE k = 1
+), sessions AS (
+    SELECT r.experiment_id,
+           CASE WHEN any_value(r.randomization_unit) = 'user' THEN count(DISTINCT r.user_id) ELSE count(r.session_id) END / 28.0
+               AS traffic_per_day,
+           count(v.session_id) / nullif(count(r.session_id), 0) AS verified_share, avg(v.success) AS success_rate
+    FROM recent r LEFT JOIN verified v USING (session_id)
+    GROUP BY r.experiment_id
+), users AS (
+    SELECT experiment_id, count(*) AS history_users, avg(sessions) AS sessions_per_user, var_samp(rate) AS user_rate_variance
+    FROM (
+        SELECT r.experiment_id, r.user_id, count(*) AS sessions, avg(v.success) AS rate
+        FROM recent r JOIN verified v USING (session_id)
+        WHERE v.success IS NOT NULL
+        GROUP BY ALL
+    ) GROUP BY experiment_id
+)
+SELECT s.experiment_id, s.traffic_per_day, s.verified_share, s.success_rate,
+       coalesce(u.history_users, 0) AS history_users, u.sessions_per_user, u.user_rate_variance
+FROM sessions s LEFT JOIN users u USING (experiment_id)

@@ -237,7 +237,8 @@ def test_every_column_of_three_plans_by_hand():
                           "tuning_n_per_arm": plan_a,
                           "planned_units": f'{{"zeta": {math.ceil(plan_a * 0.6)}.0, "baseline": {plan_a}.0, '
                                            f'"alpha": {math.ceil(plan_a * 0.4)}.0}}',
-                          "verified_share": 0.8, "n_guardrails": 2, "reachable": True, "plan_reason": None}
+                          "verified_share": 0.8, "n_guardrails": 2, "reachable": True, "plan_reason": None,
+                          "unit_sd": 0.5, "variance_basis": "p(1 - p) of a proportion"}
     # c: no allocation declared, planned at equal allocation, continuous at sd 1
     n_c = (stats.norm.isf(0.0125 / 2) + Z80) ** 2 * 2 * 1.0 / 0.1**2
     plan_c = math.ceil(r_reference(0.0125, 0.8) * n_c)
@@ -248,7 +249,8 @@ def test_every_column_of_three_plans_by_hand():
                           "allocation_known": False, "planned_n_per_arm": plan_c, "n_fixed_per_arm": pytest.approx(n_c),
                           "tuning_n_per_arm": plan_c, "planned_units": f'{{"control": {plan_c}.0, "treatment": {plan_c}.0}}',
                           "verified_share": 1.0, "n_guardrails": 0, "reachable": True,
-                          "plan_reason": "allocation not declared: planned at equal allocation"}
+                          "plan_reason": "allocation not declared: planned at equal allocation",
+                          "unit_sd": 1.0, "variance_basis": "the registered sd"}
     # d: 0.98 + 0.05 leaves (0, 1): unreachable, tuned at 5,000 units shared by the two arms
     d = plans["d"]
     assert math.isnan(d.pop("n_fixed_per_arm"))
@@ -258,7 +260,8 @@ def test_every_column_of_three_plans_by_hand():
                  "planned_units": '{"control": inf, "treatment": inf}', "verified_share": 1.0, "n_guardrails": 0,
                  "reachable": False,
                  "plan_reason": "baseline plus MDE not in (0, 1); the CS is tuned at 5,000 units in each comparison "
-                                "instead (GrowthBook's default tuning), and only adopt or reject can end it"}
+                                "instead (GrowthBook's default tuning), and only adopt or reject can end it",
+                 "unit_sd": pytest.approx(math.sqrt(0.98 * 0.02)), "variance_basis": "p(1 - p) of a proportion"}
 
 
 def test_registrations_at_the_same_instant_take_slots_in_experiment_id_order():
@@ -298,3 +301,46 @@ def test_an_allocation_change_of_an_unregistered_experiment_is_quarantined_not_a
     assert valid.height == 0
     assert invalid.select("experiment_id", "at", "why").rows() == [
         ("ghost", at, "the registration declares no allocation, so a change cannot be stratified")]
+
+
+def _history(users, sessions, variance, rate=0.4):
+    return pl.DataFrame({"experiment_id": ["h"], "traffic_per_day": [20.0], "verified_share": [0.9],
+                         "success_rate": [rate], "history_users": [users], "sessions_per_user": [sessions],
+                         "user_rate_variance": [variance]})
+
+
+def test_a_user_randomized_plan_takes_the_variance_of_a_per_user_mean_from_the_familys_history():
+    # 400 users with 4 verified sessions each over the 28 days, success 0.4, the users' rates varying
+    # 0.09: a per-user mean varies f = 0.09 / (0.4 x 0.6) = 0.375 x p(1 - p) (design effect f x 4 = 1.5;
+    # intraclass correlation (1.5 - 1) / 3 = 0.167). At the registered baseline 0.5 the sd is
+    # sqrt(0.25 x 0.375); n = (z_{1-0.0125/2} + z_{0.8})^2 x 2 x 0.09375 / 0.1^2, planned ceil(R n).
+    reg = registration("h", ["control", "treatment"], randomization_unit="user", mde=0.1)
+    p = plan_registrations(frame([reg]), traffic=_history(400, 4.0, 0.09)).row(0, named=True)
+    n_fixed = (stats.norm.isf(0.0125 / 2) + Z80) ** 2 * 2 * 0.25 * 0.375 / 0.1**2
+    assert p["unit_sd"] == pytest.approx(math.sqrt(0.25 * 0.375), rel=1e-12)
+    assert p["n_fixed_per_arm"] == pytest.approx(n_fixed, rel=1e-12)
+    assert p["planned_n_per_arm"] == math.ceil(r_reference(0.0125, 0.8) * n_fixed)
+    assert p["design_effect"] == pytest.approx(1.5)
+    assert p["variance_basis"] == ("the family's history: 400 users with 4.0 verified sessions each, whose mean success "
+                                   "varies 0.375 x p(1 - p) (design effect 1.5)")
+    # a third of the bound's plan: the bound p(1 - p) alone would plan 1 / 0.375 times as many users
+    bound = plan_registrations(frame([reg])).row(0, named=True)
+    assert bound["planned_n_per_arm"] == math.ceil(r_reference(0.0125, 0.8) * n_fixed / 0.375)
+    assert bound["design_effect"] == 1.0 and bound["variance_basis"].startswith("p(1 - p), the largest variance")
+
+
+def test_too_little_history_or_a_session_randomized_plan_keeps_the_bound():
+    reg = registration("h", ["control", "treatment"], randomization_unit="user", mde=0.1)
+    few = plan_registrations(frame([reg]), traffic=_history(29, 4.0, 0.09)).row(0, named=True)
+    assert few["unit_sd"] == 0.5 and few["design_effect"] == 1.0
+    assert few["variance_basis"] == ("p(1 - p), the largest variance a per-user mean can have: the family's history "
+                                     "has 29 of the 30 users with a verified session it needs")
+    # users' rates more alike than independent sessions would make them: held at f = 1 / m (design effect 1);
+    # more varied than the bound allows (a sample variance): held at f = 1
+    alike = plan_registrations(frame([reg]), traffic=_history(400, 4.0, 0.001)).row(0, named=True)
+    assert alike["unit_sd"] == pytest.approx(math.sqrt(0.25 / 4)) and alike["design_effect"] == pytest.approx(1.0)
+    wide = plan_registrations(frame([reg]), traffic=_history(400, 4.0, 0.3)).row(0, named=True)
+    assert wide["unit_sd"] == pytest.approx(0.5) and wide["design_effect"] == pytest.approx(4.0)
+    session = registration("h", ["control", "treatment"], mde=0.1)
+    plain = plan_registrations(frame([session]), traffic=_history(400, 4.0, 0.09)).row(0, named=True)
+    assert plain["design_effect"] == 1.0 and plain["variance_basis"] == "p(1 - p) of a proportion"

@@ -98,6 +98,15 @@ def test_a_binary_plan_with_a_free_slot(warehouse, unit, traffic):
     assert p["planned_n_per_arm"] == planned and p["planned_units"] == {"control": planned, "treatment": planned}
     assert p["traffic_per_day"] == pytest.approx(traffic) and p["experiments_sharing_traffic"] == 2
     assert p["days_to_plan"] == math.ceil(2 * planned / (traffic / 2))  # 69 (session), 350 (user)
+    # user: the history's 224 users with a verified session (8 of 10 a day) have 5 each, all successes or
+    # all failures, half and half: their rates vary 0.25 x 224 / 223 (a sample variance) > p(1 - p), held
+    # at the bound (f = 1, design effect 5: sessions of a user alike, intraclass correlation 1)
+    if unit == "user":
+        assert (p["unit_sd"], p["design_effect"]) == (0.5, 5.0)
+        assert p["variance_basis"] == ("the family's history: 224 users with 5.0 verified sessions each, whose mean "
+                                       "success varies 1.0 x p(1 - p) (design effect 5.0)")
+    else:
+        assert p["variance_basis"] == "p(1 - p) of a proportion"
 
 
 @pytest.mark.parametrize(("unit", "traffic"), [("session", 50.0), ("user", 10.0)])
@@ -177,3 +186,25 @@ def test_the_report_shows_each_familys_power_curve(warehouse):
     assert "Planning: what each family could detect tonight (2)" in html
     assert "o / t" in html and "a slot is free (shared by 2); detectable at power 80%: +0.236 in 14 days, +0.171 in 28 days, +0.123 in 56 days" in html
     assert "no slot free until about" in html and html.count('alt="power curve of ') == 2
+
+
+def test_the_familys_history_as_the_registration_measures_it(warehouse):
+    import numpy as np
+    import polars as pl
+
+    from sql import load_sql
+
+    at = dt.datetime(2026, 10, 29, tzinfo=UTC)
+    new = pl.DataFrame({"experiment_id": ["s", "u"], "org_id": ["o", "o"], "task_type": ["t", "t"],
+                        "randomization_unit": ["session", "user"], "registered_at": [at, at]})
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        con.register("new_registrations", new)
+        rows = {r["experiment_id"]: r for r in con.execute(load_sql("measure_family_traffic")).pl().to_dicts()}
+    # 28 days x 50 sessions of 10 users a day; 40 sessions verified a day, 20 of them successes; the 8 users
+    # a day with a verified session have 5 each, 4 users all successes and 4 all failures
+    rates = np.array([1.0] * 112 + [0.0] * 112)
+    for eid, traffic in (("s", 50.0), ("u", 10.0)):
+        r = rows[eid]
+        assert (r["traffic_per_day"], r["verified_share"], r["success_rate"]) == (traffic, 0.8, 0.5)
+        assert (r["history_users"], r["sessions_per_user"]) == (224, 5.0)
+        assert r["user_rate_variance"] == pytest.approx(float(np.var(rates, ddof=1)), rel=1e-12)

@@ -24,7 +24,7 @@ from zcl_assets.analysis.metrics import (
     primary_kind_column,
     several_sessions_a_unit,
 )
-from zcl_assets.analysis.registration import decode_arms, decode_guardrails, mde_signed, treatment_ratios, unit_sd
+from zcl_assets.analysis.registration import decode_arms, decode_guardrails, mde_signed, treatment_ratios
 
 COLUMNS = ("cid", "experiment_id", "org_id", "task_type", "source", "metric", "metric_kind", "estimand", "role",
            "is_primary", "direction", "sign", "analysis_unit", "control_arm", "treatment_arm", "mde", "mde_signed",
@@ -46,7 +46,6 @@ def _registered(registrations: pl.DataFrame, plans: pl.DataFrame, snapshot_metri
         pl.when(pl.col("from_snapshots")).then(pl.lit("arm_snapshots")).otherwise(pl.lit("sessions")).alias("source"),
         pl.when(pl.col("from_snapshots")).then(pl.format("{} (aggregate export)", "randomization_unit"))
         .otherwise(pl.col("randomization_unit")).alias("analysis_unit"),
-        unit_sd().alias("unit_sd"),
         mde_signed().alias("mde_signed"),
         (~pl.col("admitted")).alias("registration_refused"),
     )

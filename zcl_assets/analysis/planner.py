@@ -107,7 +107,8 @@ def family_state(con: duckdb.DuckDBPyConnection | None, request: PlanRequest, po
     reg = registration(request)
     empty_plans = pl.DataFrame(schema={"experiment_id": pl.String, "org_id": pl.String, "task_type": pl.String,
                                        "admitted": pl.Boolean, "alpha_slot": pl.Int64})
-    if con is None or not _has_tables(con, "experiment_plans", "staged_sessions", "staged_experiment_events"):
+    if con is None or not _has_tables(con, "experiment_plans", "staged_sessions", "staged_experiment_events",
+                                      "verification_records"):
         return FamilyState(empty_plans, None, None, policy, {})
     existing = con.execute("SELECT experiment_id, org_id, task_type, admitted, alpha_slot, alpha_slots FROM experiment_plans "
                            "WHERE org_id = $org AND task_type = $task",
@@ -197,6 +198,7 @@ def answer(request: PlanRequest, family: FamilyState, days: float | None = None)
         "planned_units": json.loads(plan["planned_units"]) if math.isfinite(planned) else None,
         "planned_unit": plan["planned_unit"], "n_fixed_per_arm": plan["n_fixed_per_arm"],
         "inflation": plan["inflation"], "verified_share": plan["verified_share"], "reachable": plan["reachable"],
+        "unit_sd": plan["unit_sd"], "design_effect": plan["design_effect"], "variance_basis": plan["variance_basis"],
         "plan_reason": plan["plan_reason"], "traffic_per_day": plan["traffic_per_day"],
         "experiments_sharing_traffic": sharing + (1 if plan["admitted"] else 0),
         "days_to_plan": plan["days_to_plan"], "next_free_slot": None, "days": days, "mde_within_days": None,
@@ -213,37 +215,37 @@ def family_outlook(con: duckdb.DuckDBPyConnection, as_of: dt.date, policy: Regis
     """What each family with sessions in the 28 days before the end of ``as_of`` could detect now.
 
     For every organization and task type: the traffic, verified share and success rate of those
-    28 days (``sql/measure_family_outlook.sql``), and what a one-treatment, session-randomized
-    experiment on ``success`` registered at the end of the night would get: its slot (or the
-    day the next one frees), the level and R it would be planned at, its control units within
-    each horizon of ``OUTLOOK_DAYS`` at its share of the traffic, and the smallest MDE whose
-    plan those units reach (:func:`~zcl_assets.stats.power.mde_reachable`, the plan inverted).
+    28 days (``sql/measure_family_traffic.sql``, as a registration sees them), and what a
+    one-treatment, session-randomized experiment on ``success`` registered at the end of the
+    night would get: its slot (or the day the next one frees), the level and R it would be
+    planned at, its control units within each horizon of ``OUTLOOK_DAYS`` at its share of the
+    traffic, and the smallest MDE whose plan those units reach
+    (:func:`~zcl_assets.stats.power.mde_reachable`, the plan inverted).
 
     Returns:
         One row per family, in the columns of ``schema.FAMILY_OUTLOOK``.
     """
     end = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), tzinfo=dt.timezone.utc)
-    families = con.execute(load_sql("measure_family_outlook"), {"end": end}).pl()
-    rows = [_outlook(con, fam, end, policy) | {"as_of": as_of} for fam in families.iter_rows(named=True)]
+    families = con.execute(load_sql("select_recent_families"), {"end": end}).fetchall()
+    rows = [_outlook(con, org, task, end, policy) | {"as_of": as_of} for org, task in families]
     return pl.DataFrame(rows, schema=FAMILY_OUTLOOK.polars, orient="row") if rows else pl.DataFrame(
         schema=FAMILY_OUTLOOK.polars)
 
 
-def _outlook(con: duckdb.DuckDBPyConnection, fam: dict, end: dt.datetime, policy: RegistrationPolicy) -> dict:
+def _outlook(con: duckdb.DuckDBPyConnection, org: str, task: str, end: dt.datetime, policy: RegistrationPolicy) -> dict:
     """One family's outlook row (see :func:`family_outlook`)."""
-    baseline, share = fam["success_rate"], fam["verified_share"]
-    usable = baseline is not None and 0 < baseline < 1 and share is not None and share > 0
-    request = PlanRequest(org_id=fam["org_id"], task_type=fam["task_type"], metric="success",
-                          baseline_mean=baseline if usable else 0.5, mde=(1 - baseline if usable else 0.5) / 2,
-                          verified_share=share if usable else 1.0, at=end)
+    request = PlanRequest(org_id=org, task_type=task, metric="success", baseline_mean=0.5, mde=0.1, at=end)
     family = family_state(con, request, policy)
-    plan = plan_at(request, family)
+    seen = family.traffic.row(0, named=True)
+    baseline, share = seen["success_rate"], seen["verified_share"]
+    usable = baseline is not None and 0 < baseline < 1 and share is not None and share > 0
+    plan = plan_at(request, family)  # its slot, level and R do not depend on the baseline or the MDE
     sharing = min(len(live_holders(request, family)) + 1, plan["alpha_slots"])
     free = None if plan["admitted"] else next_free_slot(request, family)
-    out = {"org_id": request.org_id, "task_type": request.task_type, "traffic_per_day": plan["traffic_per_day"],
-           "verified_share": share, "baseline": baseline, "alpha_slots": plan["alpha_slots"],
-           "slot_free": plan["admitted"], "next_free_slot": free, "experiments_sharing": sharing,
-           "comparison_alpha": plan["comparison_alpha"], "inflation": plan["inflation"]}
+    out = {"org_id": org, "task_type": task, "traffic_per_day": plan["traffic_per_day"], "verified_share": share,
+           "baseline": baseline, "alpha_slots": plan["alpha_slots"], "slot_free": plan["admitted"],
+           "next_free_slot": free, "experiments_sharing": sharing, "comparison_alpha": plan["comparison_alpha"],
+           "inflation": plan["inflation"]}
     for days in OUTLOOK_DAYS:  # the plan's days_to_plan inverted: units per arm = days x traffic / sharing / 2 arms
         units = math.floor(days * (plan["traffic_per_day"] or 0.0) / sharing / 2)
         out[f"units_per_arm_{days}d"] = float(units)

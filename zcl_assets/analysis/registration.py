@@ -177,9 +177,10 @@ def treatment_ratios(arms: pl.DataFrame) -> pl.DataFrame:
 
 
 def _plan_comparisons(registrations: pl.DataFrame, slots: pl.DataFrame, policy: "RegistrationPolicy",
-                      aggregate_exports: pl.DataFrame | None) -> pl.DataFrame:
+                      aggregate_exports: pl.DataFrame | None, traffic: pl.DataFrame) -> pl.DataFrame:
     """One row per (registration, treatment arm) with what its plan needs: the alpha of the
-    comparison (the slot's share over the arms), the kind of its primary metric, its sd."""
+    comparison (the slot's share over the arms), the kind of its primary metric, its sd (from
+    the family's history where it has one, :func:`unit_sd`)."""
     guardrails = decode_guardrails(registrations).group_by("experiment_id").agg(pl.len().alias("n_guardrails"))
     comparisons = (
         treatment_ratios(decode_arms(registrations))
@@ -187,7 +188,8 @@ def _plan_comparisons(registrations: pl.DataFrame, slots: pl.DataFrame, policy: 
         .join(registrations, on="experiment_id")
         .join(guardrails, on="experiment_id", how="left")
         .join(slots, on="experiment_id")
-        .with_columns(pl.col("n_guardrails").fill_null(0))
+        .join(traffic, on="experiment_id", how="left")
+        .with_columns(pl.col("n_guardrails").fill_null(0), pl.col("history_users").fill_null(0))
     )
     exported = (aggregate_exports.get_column("experiment_id") if aggregate_exports is not None
                 else pl.Series("experiment_id", [], dtype=pl.String))  # pragma: no mutate
@@ -198,6 +200,9 @@ def _plan_comparisons(registrations: pl.DataFrame, slots: pl.DataFrame, policy: 
         primary_kind_column(pl.col("primary_metric"), several).alias("metric_kind"),
         mde_signed().alias("mde_signed"),
         unit_sd().alias("unit_sd"),
+        variance_basis().alias("variance_basis"),
+        pl.when(history_known()).then(history_factor() * pl.col("sessions_per_user")).otherwise(pl.lit(1.0))
+        .alias("design_effect"),
     ).with_columns((pl.col("alpha_share") / pl.col("n_comparisons")).alias("comparison_alpha"))
 
 
@@ -282,7 +287,8 @@ def plan_registrations(
     events = events if events is not None else pl.DataFrame(
         schema={"experiment_id": pl.String, "status": pl.String, "at": pl.Datetime("us", "UTC")})
     slots = assign_slots(registrations, existing, events, policy)
-    comparisons = _planned_samples(_plan_comparisons(registrations, slots, policy, aggregate_exports))
+    traffic = _history(traffic)
+    comparisons = _planned_samples(_plan_comparisons(registrations, slots, policy, aggregate_exports, traffic))
     per_experiment = comparisons.group_by("experiment_id", maintain_order=True).agg(  # pragma: no mutate
         pl.col("n_plan_c").max().alias("planned_n_per_arm"),
         pl.col("n_fixed_c").max().alias("n_fixed_per_arm"),
@@ -292,10 +298,9 @@ def plan_registrations(
         pl.col("ratio").sum().alias("sum_ratio"),
         pl.first("org_id", "task_type", "admitted", "alpha_slot", "alpha_share", "n_comparisons", "comparison_alpha",
                  "metric_kind", "randomization_unit", "sessions_per_unit", "expected_verified_share", "n_guardrails",
-                 "concurrent"),
+                 "concurrent", "unit_sd", "design_effect", "variance_basis"),
     )
-    traffic = traffic if traffic is not None else pl.DataFrame(
-        schema={"experiment_id": pl.String, "traffic_per_day": pl.Float64})
+    traffic = traffic.select("experiment_id", "traffic_per_day")
     reachable = pl.col("planned_n_per_arm").is_finite()
     fallback = (f"; the CS is tuned at {FALLBACK_TUNING_UNITS:,.0f} units in each comparison instead "
                 "(GrowthBook's default tuning), and only adopt or reject can end it")
@@ -312,7 +317,6 @@ def plan_registrations(
             .alias("planned_unit"),
             pl.when(reachable).then(pl.col("planned_n_per_arm"))
             .otherwise(pl.lit(float(FALLBACK_TUNING_UNITS)) / (1 + pl.col("max_ratio"))).alias("tuning_n_per_arm"),
-            pl.lit(1.0).alias("design_effect"),
             pl.col("expected_verified_share").alias("verified_share"),
             pl.col("n_guardrails").cast(pl.Int64),
             reachable.alias("reachable"),
@@ -335,14 +339,70 @@ def mde_signed() -> pl.Expr:
     return pl.when(pl.col("direction") == "decrease").then(-pl.col("mde")).otherwise(pl.col("mde"))
 
 
+MIN_HISTORY_USERS = 30
+"""Users with a verified session in the 28 days before registration that a user-randomized plan
+needs before it takes the variance of a per-user mean from them instead of its bound."""
+
+_HISTORY = {"experiment_id": pl.String, "traffic_per_day": pl.Float64, "verified_share": pl.Float64,
+            "success_rate": pl.Float64, "history_users": pl.Int64, "sessions_per_user": pl.Float64,
+            "user_rate_variance": pl.Float64}
+"""The columns of ``sql/measure_family_traffic.sql``."""
+
+
+def _history(traffic: pl.DataFrame | None) -> pl.DataFrame:
+    """``traffic`` with every column of :data:`_HISTORY` (absent ones null)."""
+    traffic = traffic if traffic is not None else pl.DataFrame(schema={"experiment_id": pl.String})
+    return traffic.with_columns(pl.lit(None, dtype=t).alias(c) for c, t in _HISTORY.items()
+                                if c not in traffic.columns).select(list(_HISTORY)).cast(_HISTORY)
+
+
+def history_known() -> pl.Expr:
+    """A user-randomized plan of a binary primary metric without a registered sd, whose family
+    has the history to say how a per-user mean varies (Boolean expression)."""
+    r = pl.col("success_rate")
+    return (counts_successes(pl.col("primary_metric")) & pl.col("baseline_sd").is_null()
+            & (pl.col("randomization_unit") == "user") & (pl.col("history_users") >= MIN_HISTORY_USERS)
+            & (r > 0) & (r < 1) & pl.col("user_rate_variance").is_not_null() & (pl.col("sessions_per_user") >= 1))
+
+
+def history_factor() -> pl.Expr:
+    """Variance of a user's mean success relative to one session's ``p (1 - p)``, from the
+    family's history: ``user_rate_variance / (r (1 - r))`` at the history's success rate r, held
+    within ``[1 / m, 1]`` for m verified sessions a user (1: ``p (1 - p)`` bounds the variance of
+    a mean of values in [0, 1]; ``1 / m``: sessions no more alike within a user than between
+    users, a design effect of at least 1). Where :func:`history_known`; else 1."""
+    r = pl.col("success_rate")
+    raw = pl.col("user_rate_variance") / (r * (1 - r))
+    return pl.when(history_known()).then(raw.clip(1 / pl.col("sessions_per_user"), 1.0)).otherwise(pl.lit(1.0))
+
+
 def unit_sd() -> pl.Expr:
-    """The per-unit sd a plan assumes: the registered ``baseline_sd``, else ``sqrt(p (1 - p))``
-    of a binary primary metric at its baseline rate p (a binary metric averaged over a user's
-    sessions); null for a continuous metric without one (Float64 expression)."""
+    """The per-unit sd a plan assumes: the registered ``baseline_sd``, else ``sqrt(p (1 - p) f)``
+    of a binary primary metric at its baseline rate p, with f the family's :func:`history_factor`
+    for a user-randomized plan (a binary metric averaged over a user's sessions; f = 1 without
+    history, the bound); null for a continuous metric without one (Float64 expression)."""
     binary = counts_successes(pl.col("primary_metric"))
     return pl.coalesce(
         pl.col("baseline_sd"),
-        pl.when(binary).then((pl.col("baseline_mean") * (1 - pl.col("baseline_mean"))).sqrt()),
+        pl.when(binary).then((pl.col("baseline_mean") * (1 - pl.col("baseline_mean")) * history_factor()).sqrt()),
+    )
+
+
+def variance_basis() -> pl.Expr:
+    """Where the plan's variance comes from, in words (String expression)."""
+    unit = pl.col("randomization_unit") == "user"
+    binary = counts_successes(pl.col("primary_metric"))
+    return (
+        pl.when(pl.col("baseline_sd").is_not_null()).then(pl.lit("the registered sd"))
+        .when(binary & unit & history_known()).then(pl.format(
+            "the family's history: {} users with {} verified sessions each, whose mean success varies {} x p(1 - p) "
+            "(design effect {})", pl.col("history_users"), pl.col("sessions_per_user").round(2),
+            history_factor().round(4), (history_factor() * pl.col("sessions_per_user")).round(2)))
+        .when(binary & unit).then(pl.format(
+            "p(1 - p), the largest variance a per-user mean can have: the family's history has {} of the {} users "
+            "with a verified session it needs", pl.col("history_users"), pl.lit(MIN_HISTORY_USERS)))
+        .when(binary).then(pl.lit("p(1 - p) of a proportion"))
+        .otherwise(pl.lit(None, dtype=pl.String))
     )
 
 

@@ -30,6 +30,8 @@ def plan_text(figures: dict) -> str:
         lines.append(f"planned sample: {count(figures['planned_n_per_arm'])} {unit} per arm (fixed-horizon "
                      f"{count(figures['n_fixed_per_arm'])} x R {number(figures['inflation'])} / verified share "
                      f"{number(figures['verified_share'])}); per arm {_units(figures['planned_units'])}")
+    if figures["variance_basis"]:
+        lines.append(f"variance: {figures['variance_basis']}")
     traffic = figures["traffic_per_day"]
     if not traffic:
         lines.append(f"traffic: no {unit} of this family in the 28 days before; days to the plan unknown")

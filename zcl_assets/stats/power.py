@@ -230,9 +230,10 @@ def planned_sample(
     """Planned control-arm sample for the confidence-sequence decision.
 
     ``N_plan = max(min_samples, ceil(R * n_fixed / v))`` with ``n_fixed`` from
-    :func:`n_fixed`. The design effect of DESIGN section 6 is 1: the plan counts
-    randomization units and takes the sd of the per-unit value (per-user means for a
-    user-randomized experiment), which already carries the clustering.
+    :func:`n_fixed`. The plan counts randomization units and takes the sd of the per-unit
+    value (per-user means for a user-randomized experiment), so the design effect of DESIGN
+    section 6 enters through ``baseline_sd`` (the registration sets it from the family's
+    history, ``analysis.registration.unit_sd``).
 
     Args:
         baseline_mean: Registered control mean (binary: proportion).

@@ -105,7 +105,7 @@ class PlanConfig(dg.Config):
 
 @dg.asset(
     deps=[dg.AssetKey("staged_experiments"), dg.AssetKey("staged_experiment_events"), dg.AssetKey("staged_sessions"),
-          dg.AssetKey("staged_arm_snapshots")],
+          dg.AssetKey("staged_arm_snapshots"), verification_records],
     group_name="analysis",
     kinds={"duckdb", "scipy"},
     pool="duckdb",
