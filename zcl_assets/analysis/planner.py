@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
@@ -93,37 +94,54 @@ def registration(request: PlanRequest, mde: float | None = None) -> pl.DataFrame
 @dataclass(frozen=True)
 class FamilyState:
     """What the warehouse knows of the request's family: frozen plans, events, traffic a day,
-    the slots K its plans were frozen with, and when each live experiment should reach its plan."""
+    the slots K its plans were frozen with, when each live experiment should reach its plan, and
+    ``live(experiment_id, t)``: whether it holds its slot at ``t`` (from the events)."""
 
     existing: pl.DataFrame
-    events: pl.DataFrame
-    traffic: pl.DataFrame
+    events: pl.DataFrame | None
+    traffic: pl.DataFrame | None
     policy: RegistrationPolicy
     expected_ends: dict[str, dt.date | None]
+    live: Callable[[str, dt.datetime], bool] = lambda eid, t: True
 
 
 def family_state(con: duckdb.DuckDBPyConnection | None, request: PlanRequest, policy: RegistrationPolicy) -> FamilyState:
     """Read the family of ``request`` (none when ``con`` is None: a warehouse not built yet)."""
-    reg = registration(request)
+    return family_states(con, [request], policy)[0]
+
+
+def family_states(con: duckdb.DuckDBPyConnection | None, requests: list[PlanRequest],
+                  policy: RegistrationPolicy) -> list[FamilyState]:
+    """The families of ``requests``, each query run once for all of them (a night's outlook asks
+    for every family at once)."""
     empty_plans = pl.DataFrame(schema={"experiment_id": pl.String, "org_id": pl.String, "task_type": pl.String,
                                        "admitted": pl.Boolean, "alpha_slot": pl.Int64})
     if con is None or not _has_tables(con, "experiment_plans", "staged_sessions", "staged_experiment_events",
                                       "verification_records"):
-        return FamilyState(empty_plans, None, None, policy, {})
-    existing = con.execute("SELECT experiment_id, org_id, task_type, admitted, alpha_slot, alpha_slots FROM experiment_plans "
-                           "WHERE org_id = $org AND task_type = $task",
-                           {"org": request.org_id, "task": request.task_type}).pl()
-    slots = existing.get_column("alpha_slots").drop_nulls()
-    if slots.len():
-        policy = RegistrationPolicy(alpha_slots=int(slots.max()))
+        return [FamilyState(empty_plans, None, None, policy, {}) for _ in requests]
+    plans = con.execute("SELECT experiment_id, org_id, task_type, admitted, alpha_slot, alpha_slots FROM experiment_plans").pl()
     events = con.execute(load_sql("select_experiment_events")).pl()
-    con.register("new_registrations", reg.select("experiment_id", "org_id", "task_type", "randomization_unit",
-                                                 "registered_at"))
+    regs = pl.concat([registration(r).with_columns(pl.lit(f"{PLANNED_ID} {i}").alias("experiment_id"))
+                      for i, r in enumerate(requests)])
+    con.register("new_registrations", regs.select("experiment_id", "org_id", "task_type", "randomization_unit",
+                                                  "registered_at"))
     try:
         traffic = con.execute(load_sql("measure_family_traffic")).pl()
     finally:
         con.unregister("new_registrations")
-    return FamilyState(existing.drop("alpha_slots"), events, traffic, policy, _expected_ends(con, request))
+    ends = _expected_ends(con)
+    live = live_at(events)
+    out = []
+    for i, request in enumerate(requests):
+        family = (pl.col("org_id") == request.org_id) & (pl.col("task_type") == request.task_type)
+        existing = plans.filter(family)
+        slots = existing.get_column("alpha_slots").drop_nulls()
+        own = RegistrationPolicy(alpha_slots=int(slots.max())) if slots.len() else policy
+        seen = traffic.filter(pl.col("experiment_id") == f"{PLANNED_ID} {i}").with_columns(
+            pl.lit(PLANNED_ID).alias("experiment_id"))
+        known = {eid: end for eid, (org, task, end) in ends.items() if (org, task) == (request.org_id, request.task_type)}
+        out.append(FamilyState(existing.drop("alpha_slots"), events, seen, own, known, live))
+    return out
 
 
 def _has_tables(con: duckdb.DuckDBPyConnection, *names: str) -> bool:
@@ -131,12 +149,12 @@ def _has_tables(con: duckdb.DuckDBPyConnection, *names: str) -> bool:
     return set(names) <= found
 
 
-def _expected_ends(con: duckdb.DuckDBPyConnection, request: PlanRequest) -> dict[str, dt.date | None]:
-    """Per admitted experiment of the family, the day it should reach its plan: its latest look's
-    days left, else its frozen plan's days from registration (None: not known)."""
+def _expected_ends(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str, dt.date | None]]:
+    """Per admitted experiment: its family and the day it should reach its plan (its latest look's
+    days left, else its frozen plan's days from registration; None: not known)."""
     if not _has_tables(con, "experiment_analysis", "staged_experiments"):
         return {}
-    return dict(con.execute(load_sql("select_family_expected_ends"), {"org": request.org_id, "task": request.task_type}).fetchall())
+    return {eid: (org, task, end) for eid, org, task, end in con.execute(load_sql("select_family_expected_ends")).fetchall()}
 
 
 def plan_at(request: PlanRequest, family: FamilyState, mde: float | None = None) -> dict:
@@ -149,9 +167,8 @@ def live_holders(request: PlanRequest, family: FamilyState) -> list[str]:
     """The family's experiments that hold a slot when the request would register (admitted, not
     completed or cancelled by then): they share its traffic."""
     at = registration(request).item(0, "registered_at")
-    live = live_at(family.events) if family.events is not None else (lambda eid, t: True)
     return [eid for eid, admitted in family.existing.select("experiment_id", "admitted").iter_rows()
-            if admitted and live(eid, at)]
+            if admitted and family.live(eid, at)]
 
 
 def next_free_slot(request: PlanRequest, family: FamilyState) -> dt.date | None:
@@ -226,26 +243,43 @@ def family_outlook(con: duckdb.DuckDBPyConnection, as_of: dt.date, policy: Regis
         One row per family, in the columns of ``schema.FAMILY_OUTLOOK``.
     """
     end = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), tzinfo=dt.timezone.utc)
-    families = con.execute(load_sql("select_recent_families"), {"end": end}).fetchall()
-    rows = [_outlook(con, org, task, end, policy) | {"as_of": as_of} for org, task in families]
+    requests = [PlanRequest(org_id=org, task_type=task, metric="success", baseline_mean=0.5, mde=0.1, at=end)
+                for org, task in con.execute(load_sql("select_recent_families"), {"end": end}).fetchall()]
+    families = family_states(con, requests, policy)
+    # a slot, level and R do not depend on the baseline or the MDE: one plan per family at a placeholder
+    rows = [_outlook(r, f, plan) | {"as_of": as_of} for r, f, plan in zip(requests, families, plans_at(requests, families))]
     return pl.DataFrame(rows, schema=FAMILY_OUTLOOK.polars, orient="row") if rows else pl.DataFrame(
         schema=FAMILY_OUTLOOK.polars)
 
 
-def _outlook(con: duckdb.DuckDBPyConnection, org: str, task: str, end: dt.datetime, policy: RegistrationPolicy) -> dict:
+def plans_at(requests: list[PlanRequest], families: list[FamilyState]) -> list[dict]:
+    """:func:`plan_at` of many requests of different families, in one ``plan_registrations`` call
+    per number of slots K (plans of different families do not interact)."""
+    out: list[dict | None] = [None] * len(requests)
+    for slots in sorted({f.policy.alpha_slots for f in families}):
+        chosen = [i for i, f in enumerate(families) if f.policy.alpha_slots == slots]
+        ids = {i: f"{PLANNED_ID} {i}" for i in chosen}
+        regs = pl.concat([registration(requests[i]).with_columns(pl.lit(ids[i]).alias("experiment_id")) for i in chosen])
+        existing = pl.concat([families[i].existing for i in chosen]).unique("experiment_id", keep="first", maintain_order=True)
+        traffic = pl.concat([families[i].traffic.with_columns(pl.lit(ids[i]).alias("experiment_id")) for i in chosen])
+        plans = plan_registrations(regs, existing, families[chosen[0]].events, traffic, families[chosen[0]].policy)
+        by_id = {r["experiment_id"]: r for r in plans.iter_rows(named=True)}
+        for i in chosen:
+            out[i] = by_id[ids[i]] | {"experiment_id": PLANNED_ID}
+    return out
+
+
+def _outlook(request: PlanRequest, family: FamilyState, plan: dict) -> dict:
     """One family's outlook row (see :func:`family_outlook`)."""
-    request = PlanRequest(org_id=org, task_type=task, metric="success", baseline_mean=0.5, mde=0.1, at=end)
-    family = family_state(con, request, policy)
     seen = family.traffic.row(0, named=True)
     baseline, share = seen["success_rate"], seen["verified_share"]
     usable = baseline is not None and 0 < baseline < 1 and share is not None and share > 0
-    plan = plan_at(request, family)  # its slot, level and R do not depend on the baseline or the MDE
     sharing = min(len(live_holders(request, family)) + 1, plan["alpha_slots"])
     free = None if plan["admitted"] else next_free_slot(request, family)
-    out = {"org_id": org, "task_type": task, "traffic_per_day": plan["traffic_per_day"], "verified_share": share,
-           "baseline": baseline, "alpha_slots": plan["alpha_slots"], "slot_free": plan["admitted"],
-           "next_free_slot": free, "experiments_sharing": sharing, "comparison_alpha": plan["comparison_alpha"],
-           "inflation": plan["inflation"]}
+    out = {"org_id": request.org_id, "task_type": request.task_type, "traffic_per_day": plan["traffic_per_day"],
+           "verified_share": share, "baseline": baseline, "alpha_slots": plan["alpha_slots"],
+           "slot_free": plan["admitted"], "next_free_slot": free, "experiments_sharing": sharing,
+           "comparison_alpha": plan["comparison_alpha"], "inflation": plan["inflation"]}
     for days in OUTLOOK_DAYS:  # the plan's days_to_plan inverted: units per arm = days x traffic / sharing / 2 arms
         units = math.floor(days * (plan["traffic_per_day"] or 0.0) / sharing / 2)
         out[f"units_per_arm_{days}d"] = float(units)
@@ -255,5 +289,6 @@ def _outlook(con: duckdb.DuckDBPyConnection, org: str, task: str, end: dt.dateti
     return out
 
 
-__all__ = ["PLANNED_ID", "FamilyState", "PlanRequest", "answer", "family_outlook", "family_state", "live_holders", "mde_within",
+__all__ = ["PLANNED_ID", "FamilyState", "PlanRequest", "answer", "family_outlook", "family_state", "family_states",
+           "plans_at", "live_holders", "mde_within",
            "next_free_slot", "plan_at", "registration"]
