@@ -12,7 +12,7 @@ def test_code_location_loads_with_its_assets_checks_jobs_and_schedule():
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     expected = {f"raw_{t}" for t in TABLES} | {f"staged_{t}" for t in TABLES}
     expected |= {"landing_inventory", "verification_records", "experience", "experiment_plans", "experiment_analysis",
-                 "knowledge_records", "family_outlook"}
+                 "knowledge_records", "family_outlook", "segment_breakdowns"}
     expected |= {"admission_states", "funnel_stage_counts", "information_yield", "exploration_share",
                  "experience_gain_by_task", "experience_gain", "loop_health"}
     expected |= {"analysis_report", "experiment_report"}

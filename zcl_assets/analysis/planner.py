@@ -116,8 +116,8 @@ def family_states(con: duckdb.DuckDBPyConnection | None, requests: list[PlanRequ
     for every family at once)."""
     empty_plans = pl.DataFrame(schema={"experiment_id": pl.String, "org_id": pl.String, "task_type": pl.String,
                                        "admitted": pl.Boolean, "alpha_slot": pl.Int64})
-    if con is None or not _has_tables(con, "experiment_plans", "staged_sessions", "staged_experiment_events",
-                                      "verification_records"):
+    if not requests or con is None or not _has_tables(con, "experiment_plans", "staged_sessions",
+                                                      "staged_experiment_events", "verification_records"):
         return [FamilyState(empty_plans, None, None, policy, {}) for _ in requests]
     plans = con.execute("SELECT experiment_id, org_id, task_type, admitted, alpha_slot, alpha_slots FROM experiment_plans").pl()
     events = con.execute(load_sql("select_experiment_events")).pl()

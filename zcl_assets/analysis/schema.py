@@ -245,6 +245,28 @@ FAMILY_OUTLOOK = TableSchema("family_outlook", (
       for d in OUTLOOK_DAYS),
 ), derived=True)
 
+SEGMENT_BREAKDOWNS = TableSchema("segment_breakdowns", (
+    _c("as_of", D, "the night", not_null=True),
+    _c("experiment_id", S, "experiment", not_null=True),
+    _c("control_arm", S, "control arm"),
+    _c("treatment_arm", S, "treatment arm"),
+    _c("dimension", S, "what the sessions are broken down by: model or budget"),
+    _c("segment", S, "the model or budget ('(none)': not recorded)"),
+    _c("n_control", INT, "verified control sessions in the segment"),
+    _c("x_control", INT, "their successes"),
+    _c("n_treatment", INT, "verified treatment sessions in the segment"),
+    _c("x_treatment", INT, "their successes"),
+    _c("rate_control", F, "control success rate in the segment"),
+    _c("rate_treatment", F, "treatment success rate in the segment"),
+    _c("difference", F, "treatment minus control"),
+    _c("ci_low", F, "Miettinen-Nurminen 95% score interval, lower end (descriptive)"),
+    _c("ci_high", F, "upper end"),
+    _c("p", F, "Miettinen-Nurminen score p, unadjusted"),
+    _c("p_bh", F, "Benjamini-Hochberg adjusted p across the segments of the comparison and dimension"),
+    _c("label", S, "exploratory: never a decision"),
+    _c("method", S, "the methods, named"),
+), derived=True)
+
 KNOWLEDGE_RECORDS = TableSchema("knowledge_records", (
     _c("record_id", S, "digest of the record's identity", not_null=True),
     _c("sequence", INT, "position of the record in its comparison's chain (1, 2, ...)", not_null=True),

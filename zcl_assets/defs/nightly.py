@@ -135,7 +135,8 @@ def _analysis_keys() -> list[dg.AssetKey]:
     from zcl_assets.defs.reports.assets import analysis_report
 
     nightly = (landing_inventory, assets.verification_records, assets.experience, assets.experiment_plans,
-               assets.experiment_analysis, assets.knowledge_records, assets.family_outlook, analysis_report)
+               assets.experiment_analysis, assets.knowledge_records, assets.family_outlook,
+               assets.segment_breakdowns, analysis_report)
     return [a.key for a in nightly] + [*funnel.keys, *experience_gain.keys, loop_health.key, exploration_share.key]
 
 

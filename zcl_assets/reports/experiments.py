@@ -75,6 +75,7 @@ class ExperimentView:
         uncounted_kinds: {evaluator kind: sessions} of sessions whose outcomes are all of kinds the
             evaluation contract does not count (an outcome with no evaluator is of kind ``unknown``).
         first_assigned_at: ISO time of the first assignment (None for aggregate sources).
+        breakdowns: this experiment's ``segment_breakdowns`` rows (exploratory; empty when none).
     """
 
     registration: dict
@@ -88,6 +89,7 @@ class ExperimentView:
     uncounted_kinds: dict[str, int] = field(default_factory=dict)
     first_assigned_at: str | None = None
     assigned_units: dict[str, int] = field(default_factory=dict)
+    breakdowns: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     # -- registration ---------------------------------------------------------------------------
     @property
@@ -406,6 +408,8 @@ def load_views(
         )
     history = con.execute(load_sql("reports/select_look_history"), params).pl()
     quarantine = _quarantine(con, tables)
+    breakdowns = (con.execute("SELECT * FROM segment_breakdowns ORDER BY ALL").pl() if "segment_breakdowns" in tables
+                  else pl.DataFrame(schema={"experiment_id": pl.String}))
     units = _assigned_units(con, wanted)
     uncounted = _uncounted_outcomes(con, wanted)
 
@@ -425,6 +429,7 @@ def load_views(
                 comparisons=rows,
                 history=mine,
                 quarantine=quarantine.filter(pl.col("experiment_id") == experiment_id).drop("experiment_id"),
+                breakdowns=breakdowns.filter(pl.col("experiment_id") == experiment_id),
                 sessions=sessions,
                 verified_sessions=verified,
                 uncounted_kinds={k: n for e, k, n in uncounted.iter_rows() if e == experiment_id},

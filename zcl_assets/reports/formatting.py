@@ -215,3 +215,12 @@ def comparison_label(view: ExperimentView, row: dict) -> str:
         label += f" ({kind}{', decides' if row.get('decision') else ', reported beside'})"
     return label
 
+
+
+def segment_label(segment: str) -> str:
+    """A breakdown segment as read: a budget ``50000.0`` as ``50,000``; a model or ``(none)`` as it is."""
+    try:
+        value = float(segment)
+    except ValueError:
+        return segment
+    return count(value) if value == int(value) else number(value)

@@ -15,6 +15,7 @@ import html
 import os
 from collections.abc import Mapping, Sequence
 
+from zcl_assets.analysis.breakdowns import METHOD as BREAKDOWN_METHOD
 from zcl_assets.reports.alarms import SYMBOL
 from zcl_assets.reports.experiments import ATTENTION_ORDER, NOT_COMPUTED, ExperimentView
 from zcl_assets.reports.formatting import (
@@ -33,6 +34,7 @@ from zcl_assets.reports.formatting import (
     plan_reached,
     progress_sentence,
     quarantine_sentence,
+    segment_label,
     signed,
     srm_sentence,
     verified_sentence,
@@ -247,6 +249,7 @@ def _card(view: ExperimentView, plots: tuple[bytes, bytes] | None) -> str:
         "</div>",
         _arms_table(view),
         _comparisons_table(view),
+        _breakdowns_table(view),
     ]
     if plots:
         parts += [_img(plots[0], f"forest plot of {view.experiment_id}"), _img(plots[1], f"look history of {view.experiment_id}")]
@@ -289,6 +292,28 @@ def _arms_table(view: ExperimentView) -> str:
         )
     rows += [_more(len(arms), 5, view)]
     rows.append("</table>")
+    return "".join(rows)
+
+
+def _breakdowns_table(view: ExperimentView) -> str:
+    """The exploratory breakdown of the primary metric by model and budget (nothing when there is none)."""
+    if not view.breakdowns.height:
+        return ""
+    rows = [
+        f'<p><b>Exploratory, never a decision:</b> {_e(view.primary_metric)} by the sessions\' model and budget '
+        f'(sessions, every epoch; {_e(BREAKDOWN_METHOD)})</p>',
+        "<table><tr><th class=l>comparison</th><th class=l>by</th><th class=l>segment</th><th>control</th>"
+        "<th>treatment</th><th>difference</th><th>95% interval<br><span class=muted>descriptive</span></th>"
+        "<th>p<br><span class=muted>BH-adjusted</span></th></tr>",
+    ]
+    for r in view.breakdowns.head(TABLE_ROWS).iter_rows(named=True):
+        rows.append(
+            f"<tr><td class=l>{_e(r['treatment_arm'])} vs {_e(r['control_arm'])}</td><td class=l>{_e(r['dimension'])}</td>"
+            f"<td class=l>{_e(segment_label(r['segment']))}</td><td>{r['x_control']:,} / {r['n_control']:,}</td>"
+            f"<td>{r['x_treatment']:,} / {r['n_treatment']:,}</td><td>{_e(signed(r['difference']))}</td>"
+            f"<td>{_e(interval(r['ci_low'], r['ci_high']))}</td><td>{_e(p_value(r['p_bh']))}</td></tr>"
+        )
+    rows += [_more(view.breakdowns.height, 8, view), "</table>"]
     return "".join(rows)
 
 

@@ -25,9 +25,20 @@ from urllib.parse import quote
 
 import polars as pl
 
+from zcl_assets.analysis.breakdowns import METHOD
 from zcl_assets.reports.alarms import SYMBOL
 from zcl_assets.reports.experiments import NOT_COMPUTED, ExperimentView
-from zcl_assets.reports.formatting import count, days_left_text, direction_words, interval, p_is, plan_reached
+from zcl_assets.reports.formatting import (
+    count,
+    days_left_text,
+    direction_words,
+    interval,
+    p_is,
+    p_value,
+    plan_reached,
+    segment_label,
+    signed,
+)
 from zcl_assets.reports.methods import DECIDING_INTERVAL, method_name
 
 _PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
@@ -159,3 +170,21 @@ def plots_markdown(view: ExperimentView, forest_svg: bytes, history_svg: bytes) 
         ),
         svg_image(history_svg, f"look history of {view.experiment_id}"),
     ])
+
+
+def breakdowns_markdown(view: ExperimentView) -> str:
+    """The exploratory breakdown of the primary metric by model and budget, for the experiment's page."""
+    if not view.breakdowns.height:
+        return "No breakdown: the primary metric is not a rate, or no verified session yet."
+
+    frame = view.breakdowns.select(
+        pl.format("{} vs {}", "treatment_arm", "control_arm").alias("comparison"), pl.col("dimension").alias("by"),
+        pl.col("segment").map_elements(segment_label, return_dtype=pl.String),
+        pl.format("{} / {}", "x_control", "n_control").alias("control"),
+        pl.format("{} / {}", "x_treatment", "n_treatment").alias("treatment"),
+        pl.struct("difference", "ci_low", "ci_high", "p_bh").map_elements(
+            lambda r: f"{signed(r['difference'])} {interval(r['ci_low'], r['ci_high'])}, BH p {p_value(r['p_bh'])}",
+            return_dtype=pl.String).alias("difference, 95% interval, adjusted p"),
+    )
+    return (f"**Exploratory, never a decision**: {text(view.primary_metric)} by the sessions' model and budget "
+            f"(sessions, every epoch; {text(METHOD)}).\n\n" + markdown_table(frame))

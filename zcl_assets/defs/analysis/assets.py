@@ -8,6 +8,8 @@ import polars as pl
 from contracts.evaluation import load_evaluation_contracts
 from resources import ComputeEngine, Warehouse
 from sql import load_sql
+from zcl_assets.analysis.breakdowns import segment_breakdowns as breakdowns_of
+from zcl_assets.analysis.breakdowns import segment_counts
 from zcl_assets.analysis.knowledge import GATE_VERSION, cited_looks, promote
 from zcl_assets.analysis.look import nights_to_write, take_looks
 from zcl_assets.analysis.planner import family_outlook as outlook_of_families
@@ -19,7 +21,13 @@ from zcl_assets.analysis.registration import (
     plan_registrations,
     refusal_quarantine,
 )
-from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS, EXPERIMENT_PLANS, FAMILY_OUTLOOK, KNOWLEDGE_RECORDS
+from zcl_assets.analysis.schema import (
+    EXPERIMENT_ANALYSIS,
+    EXPERIMENT_PLANS,
+    FAMILY_OUTLOOK,
+    KNOWLEDGE_RECORDS,
+    SEGMENT_BREAKDOWNS,
+)
 from zcl_assets.defs.analysis import checks
 from zcl_assets.experience.build import build_experience, build_verification_records
 from zcl_assets.ingest import changelog
@@ -271,6 +279,33 @@ def family_outlook(context: dg.AssetExecutionContext, config: PlanConfig, wareho
         "families": dg.MetadataValue.md(markdown_table(rows.select(
             "org_id", "task_type", "traffic_per_day", "baseline", "slot_free", "next_free_slot", "mde_14d", "mde_28d",
             "mde_56d").head(60))),
+    })
+
+
+@dg.asset(deps=[experiment_analysis], group_name="analysis", kinds={"duckdb", "statsmodels"}, pool="duckdb")
+def segment_breakdowns(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
+    """**Exploratory, never a decision.** For every experiment whose primary metric is success, each treatment
+    arm against control within each model and each budget of the sessions (verified sessions assigned by the
+    night): the difference with its Miettinen-Nurminen 95% score interval and p, and the p adjusted by
+    Benjamini-Hochberg across the segments of the comparison and dimension. Each experiment's page shows them
+    under "Exploratory"."""
+    as_of = materialized_look(context.instance)
+    with warehouse.connect() as con:
+        SEGMENT_BREAKDOWNS.ensure(con)
+        night = dt.date.fromisoformat(as_of) if as_of else None
+        rows = breakdowns_of(segment_counts(con, night), night) if night else pl.DataFrame(schema=SEGMENT_BREAKDOWNS.polars)
+        with transaction(con, breakdown_batch=rows):
+            con.execute("DELETE FROM segment_breakdowns")
+            con.execute(f"INSERT INTO segment_breakdowns BY NAME SELECT {', '.join(SEGMENT_BREAKDOWNS.names)} FROM breakdown_batch")
+    low = rows.filter(pl.col("p_bh") < 0.05)
+    return dg.MaterializeResult(metadata={
+        "dagster/row_count": rows.height,
+        "as_of": as_of or "none",
+        "experiments": rows.get_column("experiment_id").n_unique(),
+        "segments_below_0_05_after_bh": low.height,
+        "lowest_adjusted_p": dg.MetadataValue.md(markdown_table(rows.sort("p_bh").select(
+            "experiment_id", "treatment_arm", "dimension", "segment", "n_control", "n_treatment", "difference", "ci_low",
+            "ci_high", "p_bh").head(30))),
     })
 
 

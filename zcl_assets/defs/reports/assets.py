@@ -16,7 +16,7 @@ from pathlib import Path
 import dagster as dg
 
 from resources import Warehouse
-from zcl_assets.defs.analysis.assets import experiment_analysis, family_outlook, materialized_look
+from zcl_assets.defs.analysis.assets import experiment_analysis, family_outlook, materialized_look, segment_breakdowns
 from zcl_assets.defs.reports.metadata import experiment_metadata, failed_metadata, overview_table
 from zcl_assets.reports.experiments import ATTENTION_ORDER, ExperimentView, load_views
 from zcl_assets.reports.html import render_html
@@ -56,7 +56,7 @@ def draw_page(view: ExperimentView, cache: Path) -> tuple[dict, tuple[bytes, byt
 
 
 @dg.asset(
-    deps=[experiment_analysis, family_outlook],
+    deps=[experiment_analysis, family_outlook, segment_breakdowns],
     group_name="reports",
     kinds={"duckdb", "svg"},
     pool="duckdb",

@@ -39,7 +39,7 @@ from zcl_assets.reports.formatting import (
     verified_sentence,
 )
 from zcl_assets.reports.index import IndexRow, alarm_label
-from zcl_assets.reports.markdown import plots_markdown, verdict_markdown
+from zcl_assets.reports.markdown import breakdowns_markdown, plots_markdown, verdict_markdown
 from zcl_assets.reports.methods import DECIDING_INTERVAL, method_name
 from zcl_assets.reports.plots import MAX_PANELS, shown_rows
 
@@ -199,6 +199,7 @@ def experiment_metadata(view: ExperimentView, forest_svg: bytes, history_svg: by
         "descriptive": table(DESCRIPTIVE_COLUMNS, descriptive, more, view.comparisons.height),
         "look_history": table(HISTORY_COLUMNS, _history_rows(view), more),
         "rows_by_rule": table(QUARANTINE_COLUMNS, quarantine),
+        "exploratory_segments": dg.MetadataValue.md(breakdowns_markdown(view)),
         "dagster/row_count": view.comparisons.height,
     }
     # Plain numbers, so the UI plots them over looks (materializations of this partition).
