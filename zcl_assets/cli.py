@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import shutil
 import sys
@@ -357,9 +358,10 @@ def run_command(obj, as_of: str | None, engine: str | None, master: str | None, 
 @click.option("--verified-share", type=float, default=1.0, show_default=True, help="Expected share of verified outcomes.")
 @click.option("--guardrails", type=click.IntRange(0, 10), default=0, show_default=True,
               help="Guardrails that will share the type II error of adopt.")
-@click.option("--as-of", default=None, help="UTC day it would register (YYYY-MM-DD) [default: now].")
-@click.option("--days", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Also say the smallest MDE whose plan is reached within this many days.")
+@click.option("--as-of", default=None, help="UTC day it would register, at its start (YYYY-MM-DD) [default: now]; "
+              "the night's family_outlook of day D registers at the end of D, as --as-of D+1 does.")
+@click.option("--days", type=click.FloatRange(min=0, max=36_500, min_open=True), default=None,
+              help="Also say the smallest MDE whose plan is reached within this many days (at most 100 years).")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @click.pass_obj
 def plan_command(obj, as_of: str | None, days: float | None, as_json: bool, **fields) -> None:
@@ -383,8 +385,21 @@ def plan_command(obj, as_of: str | None, days: float | None, as_json: bool, **fi
             family = family_state(con, request, RegistrationPolicy())
     else:
         family = family_state(None, request, RegistrationPolicy())
+    if days is not None and not math.isfinite(days):
+        raise click.BadParameter(f"{days} is not a number of days", param_hint="--days")
     figures = answer(request, family, days)
-    click.echo(json.dumps(figures, indent=2) if as_json else plan_text(figures))
+    click.echo(json.dumps(_finite(figures), indent=2) if as_json else plan_text(figures))
+
+
+def _finite(figures: dict) -> dict:
+    """``figures`` with every number that is not finite (an unreachable plan's infinite sample or days)
+    as null, so that the JSON is JSON."""
+    def clean(value):
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        return {k: clean(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+    return clean(figures)
 
 
 def _json_ready(row: dict) -> dict:

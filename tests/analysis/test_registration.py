@@ -321,8 +321,8 @@ def test_a_user_randomized_plan_takes_the_variance_of_a_per_user_mean_from_the_f
     assert p["n_fixed_per_arm"] == pytest.approx(n_fixed, rel=1e-12)
     assert p["planned_n_per_arm"] == math.ceil(r_reference(0.0125, 0.8) * n_fixed)
     assert p["design_effect"] == pytest.approx(1.5)
-    assert p["variance_basis"] == ("the family's history: 400 users with 4.0 verified sessions each, whose mean success "
-                                   "varies 0.375 x p(1 - p) (design effect 1.5)")
+    assert p["variance_basis"] == ("the family's history: 400 users with 4.0 verified sessions each on average; the "
+                                   "variance of a user's mean success is 0.375 x p(1 - p) (design effect 1.5)")
     # a third of the bound's plan: the bound p(1 - p) alone would plan 1 / 0.375 times as many users
     bound = plan_registrations(frame([reg])).row(0, named=True)
     assert bound["planned_n_per_arm"] == math.ceil(r_reference(0.0125, 0.8) * n_fixed / 0.375)
@@ -334,7 +334,7 @@ def test_too_little_history_or_a_session_randomized_plan_keeps_the_bound():
     few = plan_registrations(frame([reg]), traffic=_history(29, 4.0, 0.09)).row(0, named=True)
     assert few["unit_sd"] == 0.5 and few["design_effect"] == 1.0
     assert few["variance_basis"] == ("p(1 - p), the largest variance a per-user mean can have: the family's history "
-                                     "has 29 of the 30 users with a verified session it needs")
+                                     "has 29 users with a verified session, and 30 are needed to use it")
     # users' rates more alike than independent sessions would make them: held at f = 1 / m (design effect 1);
     # more varied than the bound allows (a sample variance): held at f = 1
     alike = plan_registrations(frame([reg]), traffic=_history(400, 4.0, 0.001)).row(0, named=True)

@@ -103,8 +103,8 @@ def test_a_binary_plan_with_a_free_slot(warehouse, unit, traffic):
     # at the bound (f = 1, design effect 5: sessions of a user alike, intraclass correlation 1)
     if unit == "user":
         assert (p["unit_sd"], p["design_effect"]) == (0.5, 5.0)
-        assert p["variance_basis"] == ("the family's history: 224 users with 5.0 verified sessions each, whose mean "
-                                       "success varies 1.0 x p(1 - p) (design effect 5.0)")
+        assert p["variance_basis"] == ("the family's history: 224 users with 5.0 verified sessions each on average; the "
+                                       "variance of a user's mean success is 1.0 x p(1 - p) (design effect 5.0)")
     else:
         assert p["variance_basis"] == "p(1 - p) of a proportion"
 
@@ -140,7 +140,8 @@ def test_the_text_says_the_plan_and_a_registration_the_contract_refuses_is_said_
     assert result.exit_code == 0, result.output
     assert "alpha slot 2 of 4 free: alpha share 0.0125" in result.output
     assert "planned sample: 857 sessions per arm" in result.output
-    assert "traffic: 50 sessions a day over the 28 days before, shared by 2 live experiments; days to the plan: 69" in result.output
+    assert "traffic: 50 sessions a day over the 28 days before, shared by 2 live experiments (this one included); days to the plan: 69" in result.output
+    assert "R 1.57: what the confidence sequence, read every night, needs beyond a single fixed-horizon test" in result.output
     refused = CliRunner().invoke(main, ["--warehouse", str(warehouse), "plan", "--org", "o", "--task-type", "t",
                                         "--baseline", "0.5", "--mde", "-0.1"])
     assert refused.exit_code != 0 and "the registration would be refused: mde" in refused.output
@@ -208,3 +209,18 @@ def test_the_familys_history_as_the_registration_measures_it(warehouse):
         assert (r["traffic_per_day"], r["verified_share"], r["success_rate"]) == (traffic, 0.8, 0.5)
         assert (r["history_users"], r["sessions_per_user"]) == (224, 5.0)
         assert r["user_rate_variance"] == pytest.approx(float(np.var(rates, ddof=1)), rel=1e-12)
+
+
+def test_a_night_without_recent_sessions_has_an_empty_outlook_and_nonsense_days_are_refused(warehouse):
+    from zcl_assets.analysis.planner import family_outlook
+    from zcl_assets.analysis.registration import RegistrationPolicy
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert family_outlook(con, dt.date(2027, 6, 1), RegistrationPolicy()).height == 0
+    for days in ("nan", "inf", "0", "-5", "40000"):
+        result = CliRunner().invoke(main, ["--warehouse", str(warehouse), "plan", "--org", "o", "--task-type", "t",
+                                           "--baseline", "0.5", "--mde", "0.1", "--days", days])
+        assert result.exit_code == 2 and "--days" in result.output, (days, result.output)
+    # an unreachable plan is null in the JSON, which stays JSON
+    unreachable = plan(warehouse, "--org", "o", "--task-type", "t", "--baseline", "0.98", "--mde", "0.05")
+    assert unreachable["planned_n_per_arm"] is None and unreachable["days_to_plan"] is None

@@ -395,12 +395,12 @@ def variance_basis() -> pl.Expr:
     return (
         pl.when(pl.col("baseline_sd").is_not_null()).then(pl.lit("the registered sd"))
         .when(binary & unit & history_known()).then(pl.format(
-            "the family's history: {} users with {} verified sessions each, whose mean success varies {} x p(1 - p) "
-            "(design effect {})", pl.col("history_users"), pl.col("sessions_per_user").round(2),
+            "the family's history: {} users with {} verified sessions each on average; the variance of a user's mean "
+            "success is {} x p(1 - p) (design effect {})", pl.col("history_users"), pl.col("sessions_per_user").round(2),
             history_factor().round(4), (history_factor() * pl.col("sessions_per_user")).round(2)))
         .when(binary & unit).then(pl.format(
-            "p(1 - p), the largest variance a per-user mean can have: the family's history has {} of the {} users "
-            "with a verified session it needs", pl.col("history_users"), pl.lit(MIN_HISTORY_USERS)))
+            "p(1 - p), the largest variance a per-user mean can have: the family's history has {} users with a "
+            "verified session, and {} are needed to use it", pl.col("history_users"), pl.lit(MIN_HISTORY_USERS)))
         .when(binary).then(pl.lit("p(1 - p) of a proportion"))
         .otherwise(pl.lit(None, dtype=pl.String))
     )

@@ -113,7 +113,8 @@ def render_html(
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
-        f'<p class="muted">{len(views)} experiments; latest look of each ({_e(looks)}); generated {generated}.</p>',
+        f'<p class="muted">{len(views)} experiments; latest look of each ({_e(looks)}); generated {generated}; '
+        '<a href="#g-outlook">what each family could detect tonight</a>.</p>',
         _legend(),
         _overview([v for v in views if v.experiment_id not in failures]),
     ]

@@ -30,6 +30,9 @@ def plan_text(figures: dict) -> str:
         lines.append(f"planned sample: {count(figures['planned_n_per_arm'])} {unit} per arm (fixed-horizon "
                      f"{count(figures['n_fixed_per_arm'])} x R {number(figures['inflation'])} / verified share "
                      f"{number(figures['verified_share'])}); per arm {_units(figures['planned_units'])}")
+        lines.append(f"R {number(figures['inflation'])}: what the confidence sequence, read every night, needs beyond a "
+                     f"single fixed-horizon test to keep power {number(figures['power'])} at the plan, calibrated at "
+                     f"{number(figures['comparison_alpha'])} (docs/statistics.md, section 4)")
     if figures["variance_basis"]:
         lines.append(f"variance: {figures['variance_basis']}")
     traffic = figures["traffic_per_day"]
@@ -39,7 +42,8 @@ def plan_text(figures: dict) -> str:
         sharing = figures["experiments_sharing_traffic"]
         left = figures["days_to_plan"]
         lines.append(f"traffic: {number(traffic)} {unit} a day over the 28 days before, shared by {sharing} live "
-                     f"experiment{'s' if sharing != 1 else ''}" + (f"; days to the plan: {left:.0f}" if left is not None else ""))
+                     f"experiment{'s' if sharing != 1 else ''} (this one included)"
+                     + (f"; days to the plan: {left:.0f}" if left is not None and left != float("inf") else ""))
     if figures["days"] is not None:
         mde = figures["mde_within_days"]
         lines.append(f"within {number(figures['days'])} days: " + (

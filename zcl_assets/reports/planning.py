@@ -50,8 +50,7 @@ def power_curve(row: dict) -> bytes:
     """SVG of one family's power curves (one per horizon with enough units) and the 0.8 line."""
     title = f"{row['org_id']} / {row['task_type']}"
     canvas = Canvas(WIDTH, HEIGHT, f"power curve of {title}")
-    canvas.text(10, 16, shorten(f"{title}: power to adopt by the plan (success, one treatment)", WIDTH - 20, 11.5), 11.5,
-                font_weight="bold")
+    canvas.text(10, 16, shorten(f"{title}: power to adopt by the plan", WIDTH - 20, 11.5), 11.5, font_weight="bold")
     if not finite(row.get("baseline")) or not 0 < row["baseline"] < 1:
         canvas.text(10, 40, "no verified success rate in the 28 days before the night: no curve", 10.5, fill="#666666")
         canvas.height = 52
