@@ -7,19 +7,29 @@
 --     evaluator id, then version, as in the experience);
 --   history_users, sessions_per_user, user_rate_variance: the users with a verified session, their
 --     verified sessions each on average, and the sample variance across them of each user's
---     success rate: what the variance of a per-user mean is, for a user-randomized plan.
-WITH recent AS (
+--     success rate: what the variance of a per-user mean is, for a user-randomized plan (0 and
+--     NULL for a session-randomized one, which does not read them).
+WITH recent AS MATERIALIZED (
     SELECT r.experiment_id, r.randomization_unit, s.session_id, s.user_id
     FROM new_registrations r
     LEFT JOIN staged_sessions s
       ON s.org_id = r.org_id AND s.task_type = r.task_type
      AND s.started_at < r.registered_at AND s.started_at >= r.registered_at - INTERVAL 28 DAY
-), verified AS (
+), authoritative AS (
+    SELECT v.session_id, v.success, v.recorded_at, v.evaluator_id, v.evaluator_version
+    FROM verification_records v SEMI JOIN recent r USING (session_id)
+    WHERE v.authoritative
+), counted AS (
+    SELECT session_id, count(*) AS outcomes, max(CAST(success AS DOUBLE)) AS success
+    FROM authoritative GROUP BY session_id
+), verified AS MATERIALIZED (
+    -- a session with one authoritative outcome takes it; only those with several need the ordering
+    SELECT session_id, success FROM counted WHERE outcomes = 1
+    UNION ALL
     SELECT session_id, success FROM (
-        SELECT v.session_id, CAST(v.success AS DOUBLE) AS success,
-               row_number() OVER (PARTITION BY v.session_id ORDER BY v.recorded_at DESC, v.evaluator_id, v.evaluator_version) AS k
-        FROM verification_records v SEMI JOIN recent r USING (session_id)
-        WHERE v.authoritative
+        SELECT a.session_id, CAST(a.success AS DOUBLE) AS success,
+               row_number() OVER (PARTITION BY a.session_id ORDER BY a.recorded_at DESC, a.evaluator_id, a.evaluator_version) AS k
+        FROM authoritative a SEMI JOIN counted c ON c.session_id = a.session_id AND c.outcomes > 1
     ) WHERE k = 1
 ), sessions AS (
     SELECT r.experiment_id,
@@ -33,7 +43,7 @@ WITH recent AS (
     FROM (
         SELECT r.experiment_id, r.user_id, count(*) AS sessions, avg(v.success) AS rate
         FROM recent r JOIN verified v USING (session_id)
-        WHERE v.success IS NOT NULL
+        WHERE v.success IS NOT NULL AND r.randomization_unit = 'user'  -- only a user-randomized plan reads them
         GROUP BY ALL
     ) GROUP BY experiment_id
 )
