@@ -331,6 +331,8 @@ def test_a_user_randomized_plan_takes_the_variance_of_a_per_user_mean_from_the_f
 
 def test_too_little_history_or_a_session_randomized_plan_keeps_the_bound():
     reg = registration("h", ["control", "treatment"], randomization_unit="user", mde=0.1)
+    enough = plan_registrations(frame([reg]), traffic=_history(30, 4.0, 0.09)).row(0, named=True)
+    assert enough["design_effect"] == pytest.approx(1.5)  # 30 users are enough
     few = plan_registrations(frame([reg]), traffic=_history(29, 4.0, 0.09)).row(0, named=True)
     assert few["unit_sd"] == 0.5 and few["design_effect"] == 1.0
     assert few["variance_basis"] == ("p(1 - p), the largest variance a per-user mean can have: the family's history "
@@ -344,3 +346,17 @@ def test_too_little_history_or_a_session_randomized_plan_keeps_the_bound():
     session = registration("h", ["control", "treatment"], mde=0.1)
     plain = plan_registrations(frame([session]), traffic=_history(400, 4.0, 0.09)).row(0, named=True)
     assert plain["design_effect"] == 1.0 and plain["variance_basis"] == "p(1 - p) of a proportion"
+
+
+def test_the_look_reads_the_sd_the_plan_froze():
+    # the design of the look takes the plan's unit sd (here from the history, f = 0.375), never recomputes it
+    from zcl_assets.analysis.design import comparisons
+
+    reg = registration("h", ["control", "treatment"], randomization_unit="user", mde=0.1)
+    plans = plan_registrations(frame([reg]), traffic=_history(400, 4.0, 0.09))
+    changes = pl.DataFrame(schema={"experiment_id": pl.String, "at": pl.Datetime("us", "UTC"), "arm": pl.String,
+                                   "share": pl.Float64})
+    comps, _, _ = comparisons(frame([reg]), plans, pl.DataFrame(schema={"experiment_id": pl.String, "metric": pl.String}),
+                              changes)
+    primary = comps.filter(pl.col("is_primary")).row(0, named=True)
+    assert primary["unit_sd"] == pytest.approx(math.sqrt(0.25 * 0.375), rel=1e-12)

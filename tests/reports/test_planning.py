@@ -36,6 +36,8 @@ def test_each_curve_meets_the_power_line_at_its_horizons_mde():
         assert float(dot.group(1)) == pytest.approx(50 + mde / top * 475, abs=0.06)
         assert float(dot.group(2)) == pytest.approx(225 - 0.8 * 173, abs=0.06)
         assert f'class="curve-{days}"' in svg
+    line = re.search(r'<line x1="50" y1="([0-9.]+)" x2="525" y2="([0-9.]+)" stroke="#c0392b"[^>]*class="target"/>', svg)
+    assert line and float(line.group(1)) == float(line.group(2)) == pytest.approx(225 - 0.8 * 173, abs=0.06)
 
 
 def test_a_horizon_without_a_plan_has_no_curve_and_says_why():
