@@ -251,7 +251,7 @@ def alarms(view: ExperimentView) -> list[Alarm]:
 
 def attention(view: ExperimentView) -> str:
     """The experiment's group in :data:`ATTENTION_ORDER`."""
-    found = alarms(view)
+    found = view.alarms  # computed once per view (a cached property of the view)
     if view.decision == Label.INVALID.value or any(a.kind in INVALID_KINDS for a in found):
         return "invalid"
     if found:
@@ -267,7 +267,7 @@ def attention_rank(view: ExperimentView) -> tuple[int, int]:
     """``(group, rank within the group)``: the group of :func:`attention`, then its most severe alarm
     (:data:`SEVERITY`) or its decision (:data:`DECIDED_ORDER`)."""
     group = attention(view)
-    found = alarms(view)
+    found = view.alarms
     if found:
         within = SEVERITY.index(found[0].kind)
     elif view.decision in DECIDED_ORDER:

@@ -240,7 +240,7 @@ class ExperimentView:
         """Every alarm of the look, most severe first (``reports/alarms.py``)."""
         return _alarms.alarms(self)
 
-    @property
+    @cached_property
     def attention(self) -> str:
         """The group of :data:`ATTENTION_ORDER` (invalid, alarm, decided, continuing, not computed)."""
         return _alarms.attention(self)
