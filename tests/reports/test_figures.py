@@ -93,3 +93,10 @@ def test_the_plan_reached_is_one_floored_figure_in_every_view():
     assert table(overview_rows([shown]), OVERVIEW_COLUMNS)[2].split()[-3] == "99%"
     page = render_html([shown], {})
     assert "<td>99%</td>" in page and ">100%<" not in page and "Plan: 100%" not in page
+
+
+def test_a_segment_reads_as_written_and_a_budget_with_thousands_separators():
+    from zcl_assets.reports.formatting import segment_label
+
+    assert [segment_label(s) for s in ("50000.0", "2500.5", "model-a", "(none)", "nan", "inf")] == [
+        "50,000", "2,500.5", "model-a", "(none)", "nan", "inf"]

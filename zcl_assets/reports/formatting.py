@@ -223,4 +223,6 @@ def segment_label(segment: str) -> str:
         value = float(segment)
     except ValueError:
         return segment
-    return count(value) if value == int(value) else number(value)
+    if not math.isfinite(value):
+        return segment
+    return count(value) if value == int(value) else f"{value:,.10g}"
