@@ -105,6 +105,13 @@ class FamilyState:
     live: Callable[[str, dt.datetime], bool] = lambda eid, t: True
 
 
+def _numbered(requests: list[PlanRequest], indices: list[int], mde: float | None = None) -> pl.DataFrame:
+    """The registrations of ``requests[i]`` for ``i`` in ``indices``, each with its own id
+    ``"(planned) i"``, so that many can be measured or planned at once."""
+    return pl.concat([registration(requests[i], mde).with_columns(pl.lit(f"{PLANNED_ID} {i}").alias("experiment_id"))
+                      for i in indices])
+
+
 def family_state(con: duckdb.DuckDBPyConnection | None, request: PlanRequest, policy: RegistrationPolicy) -> FamilyState:
     """Read the family of ``request`` (none when ``con`` is None: a warehouse not built yet)."""
     return family_states(con, [request], policy)[0]
@@ -121,8 +128,7 @@ def family_states(con: duckdb.DuckDBPyConnection | None, requests: list[PlanRequ
         return [FamilyState(empty_plans, None, None, policy, {}) for _ in requests]
     plans = con.execute("SELECT experiment_id, org_id, task_type, admitted, alpha_slot, alpha_slots FROM experiment_plans").pl()
     events = con.execute(load_sql("select_experiment_events")).pl()
-    regs = pl.concat([registration(r).with_columns(pl.lit(f"{PLANNED_ID} {i}").alias("experiment_id"))
-                      for i, r in enumerate(requests)])
+    regs = _numbered(requests, list(range(len(requests))))
     con.register("new_registrations", regs.select("experiment_id", "org_id", "task_type", "randomization_unit",
                                                   "registered_at"))
     try:
@@ -158,9 +164,8 @@ def _expected_ends(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str, 
 
 
 def plan_at(request: PlanRequest, family: FamilyState, mde: float | None = None) -> dict:
-    """The plan the registration of ``request`` would freeze, as a dict of the plan's columns."""
-    plans = plan_registrations(registration(request, mde), family.existing, family.events, family.traffic, family.policy)
-    return plans.row(0, named=True)
+    """The plan the registration of ``request`` would freeze (at ``mde`` when given), as a dict of the plan's columns."""
+    return plans_at([request], [family], mde)[0]
 
 
 def live_holders(request: PlanRequest, family: FamilyState) -> list[str]:
@@ -169,6 +174,12 @@ def live_holders(request: PlanRequest, family: FamilyState) -> list[str]:
     at = registration(request).item(0, "registered_at")
     return [eid for eid, admitted in family.existing.select("experiment_id", "admitted").iter_rows()
             if admitted and family.live(eid, at)]
+
+
+def experiments_sharing(request: PlanRequest, family: FamilyState, plan: dict) -> int:
+    """The experiments that would share the family's traffic: its live ones, and the request's
+    own when it gets a slot."""
+    return len(live_holders(request, family)) + (1 if plan["admitted"] else 0)
 
 
 def next_free_slot(request: PlanRequest, family: FamilyState) -> dt.date | None:
@@ -203,7 +214,6 @@ def answer(request: PlanRequest, family: FamilyState, days: float | None = None)
     experiments sharing its traffic, the next free slot when none is, and the MDE within ``days``."""
     plan = plan_at(request, family)
     at = registration(request).item(0, "registered_at")
-    sharing = len(live_holders(request, family))
     planned = plan["planned_n_per_arm"]
     out = {
         "org_id": request.org_id, "task_type": request.task_type, "metric": request.metric,
@@ -217,7 +227,7 @@ def answer(request: PlanRequest, family: FamilyState, days: float | None = None)
         "inflation": plan["inflation"], "verified_share": plan["verified_share"], "reachable": plan["reachable"],
         "unit_sd": plan["unit_sd"], "design_effect": plan["design_effect"], "variance_basis": plan["variance_basis"],
         "plan_reason": plan["plan_reason"], "traffic_per_day": plan["traffic_per_day"],
-        "experiments_sharing_traffic": sharing + (1 if plan["admitted"] else 0),
+        "experiments_sharing_traffic": experiments_sharing(request, family, plan),
         "days_to_plan": plan["days_to_plan"], "next_free_slot": None, "days": days, "mde_within_days": None,
     }
     if not plan["admitted"]:
@@ -252,14 +262,15 @@ def family_outlook(con: duckdb.DuckDBPyConnection, as_of: dt.date, policy: Regis
         schema=FAMILY_OUTLOOK.polars)
 
 
-def plans_at(requests: list[PlanRequest], families: list[FamilyState]) -> list[dict]:
-    """:func:`plan_at` of many requests of different families, in one ``plan_registrations`` call
-    per number of slots K (plans of different families do not interact)."""
+def plans_at(requests: list[PlanRequest], families: list[FamilyState], mde: float | None = None) -> list[dict]:
+    """The plans the registrations of ``requests`` would freeze, each against its own family, in
+    one ``plan_registrations`` call per number of slots K (plans of different families do not
+    interact)."""
     out: list[dict | None] = [None] * len(requests)
     for slots in sorted({f.policy.alpha_slots for f in families}):
         chosen = [i for i, f in enumerate(families) if f.policy.alpha_slots == slots]
         ids = {i: f"{PLANNED_ID} {i}" for i in chosen}
-        regs = pl.concat([registration(requests[i]).with_columns(pl.lit(ids[i]).alias("experiment_id")) for i in chosen])
+        regs = _numbered(requests, chosen, mde)
         existing = pl.concat([families[i].existing for i in chosen]).unique("experiment_id", keep="first", maintain_order=True)
         traffic = pl.concat([families[i].traffic.with_columns(pl.lit(ids[i]).alias("experiment_id")) for i in chosen])
         plans = plan_registrations(regs, existing, families[chosen[0]].events, traffic, families[chosen[0]].policy)
@@ -274,7 +285,7 @@ def _outlook(request: PlanRequest, family: FamilyState, plan: dict) -> dict:
     seen = family.traffic.row(0, named=True)
     baseline, share = seen["success_rate"], seen["verified_share"]
     usable = baseline is not None and 0 < baseline < 1 and share is not None and share > 0
-    sharing = min(len(live_holders(request, family)) + 1, plan["alpha_slots"])
+    sharing = max(experiments_sharing(request, family, plan), 1)
     free = None if plan["admitted"] else next_free_slot(request, family)
     out = {"org_id": request.org_id, "task_type": request.task_type, "traffic_per_day": plan["traffic_per_day"],
            "verified_share": share, "baseline": baseline, "alpha_slots": plan["alpha_slots"],
@@ -289,6 +300,6 @@ def _outlook(request: PlanRequest, family: FamilyState, plan: dict) -> dict:
     return out
 
 
-__all__ = ["PLANNED_ID", "FamilyState", "PlanRequest", "answer", "family_outlook", "family_state", "family_states",
-           "plans_at", "live_holders", "mde_within",
+__all__ = ["PLANNED_ID", "FamilyState", "PlanRequest", "answer", "experiments_sharing", "family_outlook", "family_state",
+           "family_states", "plans_at", "live_holders", "mde_within",
            "next_free_slot", "plan_at", "registration"]

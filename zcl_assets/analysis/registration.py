@@ -394,7 +394,7 @@ def variance_basis() -> pl.Expr:
     binary = counts_successes(pl.col("primary_metric"))
     return (
         pl.when(pl.col("baseline_sd").is_not_null()).then(pl.lit("the registered sd"))
-        .when(binary & unit & history_known()).then(pl.format(
+        .when(history_known()).then(pl.format(
             "the family's history: {} users with {} verified sessions each on average; the variance of a user's mean "
             "success is {} x p(1 - p) (design effect {})", pl.col("history_users"), pl.col("sessions_per_user").round(2),
             history_factor().round(4), (history_factor() * pl.col("sessions_per_user")).round(2)))
