@@ -88,6 +88,8 @@ EXPERIMENTS = TableContract(
               doc=f"list of {{metric, direction, margin}}, at most {MAX_GUARDRAILS}"),
         Field("metric_caps", "JSON", required=False, json_shape="object", doc="caps of time_minutes and tokens"),
         Field("expected_verified_share", "DOUBLE", required=False, ge=MIN_VERIFIED_SHARE, le=1, default=1.0),
+        Field("cuped", "BOOLEAN", required=False, default=True,
+              doc="adjust for each unit's pre-experiment verified mean (CUPED) where the family's history has one"),
         _time("registered_at"),
     ),
     key=("experiment_id",),

@@ -32,6 +32,8 @@
 -- state and it needs no grouping by unit or day; user-randomized units and revised sessions
 -- take the path by unit and day. An experiment without a declared allocation change has one
 -- stratum (0).
+-- CUPED: each unit's covariate (look_unit_covariates, aggregate_unit_covariates.sql) enters as
+-- the sums of x, x^2, x v, h and h v (h: the unit has one), exact like the rest.
 WITH registered AS (
     SELECT e.experiment_id, e.randomization_unit, d.from_day,
            TRY_CAST(json_extract_string(e.metric_caps, '$.time_minutes') AS DOUBLE) AS cap_time,
@@ -84,7 +86,7 @@ WITH registered AS (
 ), revisions AS (
     -- a revised session: every authoritative outcome, in the order that puts the experience
     -- table's choice (latest, then evaluator id, then version) last
-    SELECT a.experiment_id, a.arm, a.unit, a.by_user, a.session_id, am.metric, am.resolution,
+    SELECT a.experiment_id, a.arm, a.unit, a.user_id, a.by_user, a.session_id, am.metric, am.resolution,
            CAST(greatest(a.assigned_at, v.recorded_at) AS DATE) AS revision_day,
            CAST(round(CASE am.metric WHEN 'success' THEN CAST(v.success AS DOUBLE)
                           WHEN 'time_minutes' THEN CASE WHEN v.time_minutes > a.cap_time THEN a.cap_time ELSE v.time_minutes END
@@ -101,19 +103,19 @@ WITH registered AS (
                            ORDER BY recorded_at, evaluator_id DESC, evaluator_version DESC) AS previous_y
     FROM revisions
 ), observed AS NOT MATERIALIZED (
-    SELECT experiment_id, arm, unit, metric, by_user, false AS revised,
+    SELECT experiment_id, arm, unit, user_id, metric, by_user, false AS revised,
            CAST(round(value / resolution) AS HUGEINT) AS y, CAST(1 AS HUGEINT) AS m,
            CAST(greatest(assigned_at, recorded_at) AS DATE) AS day,
            resolution
     FROM measured WHERE value IS NOT NULL
     UNION ALL
-    SELECT experiment_id, arm, unit, metric, by_user, true AS revised,
+    SELECT experiment_id, arm, unit, user_id, metric, by_user, true AS revised,
            coalesce(y, 0) - coalesce(previous_y, 0) AS y,
            CAST(CAST(y IS NOT NULL AS INTEGER) - CAST(previous_y IS NOT NULL AS INTEGER) AS HUGEINT) AS m,
            revision_day AS day, resolution
     FROM revision_changes
 ), unit_day AS (
-    SELECT experiment_id, arm, unit, metric, day, any_value(resolution) AS resolution,
+    SELECT experiment_id, arm, unit, metric, day, any_value(resolution) AS resolution, any_value(user_id) AS user_id,
            sum(y) AS dy, sum(m) AS dm, bool_or(revised) AS revised
     FROM observed WHERE by_user OR revised GROUP BY experiment_id, arm, unit, metric, day
 ), repeated AS (
@@ -130,7 +132,7 @@ WITH registered AS (
     SELECT *, CASE WHEN m_now > 0 THEN CAST(round(y_now * 1000000 / m_now) AS HUGEINT) ELSE 0 END AS v_now
     FROM unit_path
 ), unit_change AS (
-    SELECT s.experiment_id, s.arm, s.metric, g.segment, s.day, s.resolution,
+    SELECT s.experiment_id, s.arm, s.metric, g.segment, s.day, s.resolution, s.user_id,
            CAST(s.m_now > 0 AS INTEGER) - coalesce(CAST(lag(s.m_now) OVER w > 0 AS INTEGER), 0) AS dn,
            s.v_now - coalesce(lag(s.v_now) OVER w, 0) AS dv,
            s.v_now * s.v_now - coalesce(lag(s.v_now * s.v_now) OVER w, 0) AS dv2,
@@ -141,7 +143,7 @@ WITH registered AS (
     WINDOW w AS (PARTITION BY s.experiment_id, s.arm, s.unit, s.metric ORDER BY s.day)
     UNION ALL
     -- a unit seen on one day: its change is its whole state (the same figures, without windows)
-    SELECT d.experiment_id, d.arm, d.metric, g.segment, d.day, d.resolution,
+    SELECT d.experiment_id, d.arm, d.metric, g.segment, d.day, d.resolution, d.user_id,
            1 AS dn, v.v_now AS dv, v.v_now * v.v_now AS dv2,
            d.dy, d.dy * d.dy AS dy2, d.dm, d.dm * d.dm AS dm2, d.dy * d.dm AS dym
     FROM unit_day d ANTI JOIN repeated USING (experiment_id, arm, unit, metric)
@@ -149,15 +151,23 @@ WITH registered AS (
     CROSS JOIN LATERAL (SELECT CAST(round(d.dy * 1000000 / d.dm) AS HUGEINT) AS v_now) v
     UNION ALL
     -- a session unit: one observation (M = 1) on one day, its change is its whole state
-    SELECT o.experiment_id, o.arm, o.metric, coalesce(g.segment, 0) AS segment, o.day, o.resolution,
+    SELECT o.experiment_id, o.arm, o.metric, coalesce(g.segment, 0) AS segment, o.day, o.resolution, o.user_id,
            1 AS dn, v.v_now AS dv, v.v_now * v.v_now AS dv2,
            o.y AS dy, o.y * o.y AS dy2, CAST(1 AS HUGEINT) AS dm, CAST(1 AS HUGEINT) AS dm2, o.y AS dym
     FROM observed o LEFT JOIN session_segment g USING (experiment_id, unit)
     CROSS JOIN LATERAL (SELECT CAST(round(o.y * 1000000 / 1) AS HUGEINT) AS v_now) v
     WHERE NOT o.by_user AND NOT o.revised
+), covaried AS (
+    -- the CUPED covariate z = (x, h) of the unit's user (look_unit_covariates: 0 and h = 0 without
+    -- one) is fixed, so the sums of x, x^2 and h change when the unit enters (dn) and those of
+    -- x v and h v with its mean (dv)
+    SELECT c.*, coalesce(k.x, 0) AS x, CAST(k.x IS NOT NULL AS INTEGER) AS h
+    FROM unit_change c LEFT JOIN look_unit_covariates k
+      ON k.experiment_id = c.experiment_id AND k.metric = c.metric AND k.user_id = c.user_id
 )
 SELECT c.experiment_id, c.arm, c.metric, c.segment, c.day, any_value(c.resolution) AS resolution,
        sum(dn) AS dn, sum(dv) AS dv, sum(dv2) AS dv2, sum(dy) AS dy, sum(dy2) AS dy2,
-       sum(dm) AS dm, sum(dm2) AS dm2, sum(dym) AS dym
-FROM unit_change c JOIN dirty d ON d.experiment_id = c.experiment_id AND c.day >= d.from_day
+       sum(dm) AS dm, sum(dm2) AS dm2, sum(dym) AS dym,
+       sum(x * dn) AS dx, sum(x * x * dn) AS dx2, sum(x * dv) AS dxv, sum(h * dn) AS dh, sum(h * dv) AS dhv
+FROM covaried c JOIN dirty d ON d.experiment_id = c.experiment_id AND c.day >= d.from_day
 GROUP BY c.experiment_id, c.arm, c.metric, c.segment, c.day

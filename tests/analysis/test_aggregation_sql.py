@@ -41,7 +41,9 @@ def warehouse(rows, experiments, versions=()):
     con.register("x_rows", pl.DataFrame(rows, schema={
         "experiment_id": pl.String, "arm": pl.String, "unit_id": pl.String, "session_id": pl.String,
         "assigned_at": pl.Datetime("us", "UTC"), **OUTCOME, "verified": pl.Boolean, "authoritative_outcomes": pl.Int64}))
-    con.execute("CREATE TABLE experience AS SELECT * EXCLUDE (session_id), session_id FROM x_rows")
+    con.execute("CREATE TABLE experience AS SELECT * EXCLUDE (session_id), session_id, unit_id AS user_id FROM x_rows")
+    # no unit has a CUPED covariate here (tests/analysis/test_cuped_look.py has them)
+    con.execute("CREATE TABLE look_unit_covariates (experiment_id VARCHAR, metric VARCHAR, user_id VARCHAR, x HUGEINT)")
     con.register("v_rows", pl.DataFrame(list(versions), schema=VERSION))
     con.execute("CREATE TABLE verification_records AS SELECT * FROM v_rows")
     return con

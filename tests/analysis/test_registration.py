@@ -222,7 +222,9 @@ def test_every_column_of_three_plans_by_hand():
     plans = {r["experiment_id"]: r for r in plan_registrations(frame(regs)).iter_rows(named=True)}
     common = {"org_id": "org", "admitted": True, "alpha_slot": 1, "alpha_slots": 4, "alpha_share": 0.0125,
               "planned_unit": "sessions", "inflation": r_reference(0.0125, 0.8), "design_effect": 1.0, "traffic_per_day": None,
-              "days_to_plan": None, "policy_version": "registration-policy/1"}
+              "days_to_plan": None, "policy_version": "registration-policy/1",
+              # no history: CUPED has no covariate to use and the plan expects no reduction
+              "cuped": False, "covariate_window_days": None, "cuped_r2": None}
     binary_words = "difference in proportions of units with success (treatment - control)"
     # a: two comparisons at 0.0125 / 2; two guardrails share the type II error, per-test power
     # 1 - 0.2 / 3; the arm with the smaller ratio (alpha, 0.2 / 0.5) needs the most control

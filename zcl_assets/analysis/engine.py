@@ -39,14 +39,14 @@ from typing import NamedTuple
 import numpy as np
 import polars as pl
 
-from zcl_assets.analysis.estimate import STAT_COLUMNS, arm_statistics, descriptive, nights, rows, strata
+from zcl_assets.analysis.estimate import COVARIATE_COLUMNS, STAT_COLUMNS, arm_statistics, descriptive, nights, rows, strata
 from zcl_assets.analysis.grid import Grid
 from zcl_assets.analysis.quality import Validity, rule_one
 from zcl_assets.analysis.schema import EXPERIMENT_ANALYSIS
 from zcl_assets.analysis.table import Look, table
 from zcl_assets.analysis.verdict import burn_in_reasons, deciding_interval, decision, guardrails, progress, sequence
 
-__all__ = ["STAT_COLUMNS", "LookInputs", "analyse", "chain", "validity"]
+__all__ = ["COVARIATE_COLUMNS", "STAT_COLUMNS", "LookInputs", "analyse", "chain", "validity"]
 
 
 class LookInputs(NamedTuple):

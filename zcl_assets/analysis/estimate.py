@@ -3,8 +3,10 @@
 * :func:`rows`: the design x the output nights x the strata of each experiment;
 * :func:`arm_statistics`: both arms' cumulative sufficient statistics at each row's night
   (an as-of search, no loop);
-* :func:`strata`: the strata combined into one estimate weighted by their units (so a
-  declared allocation change cannot confound it, Simpson), and the arms pooled over them;
+* :func:`strata`: each stratum's difference adjusted for the units' pre-experiment covariate
+  where the experiment has one (CUPED, ``stats.cuped``), the strata combined into one estimate
+  weighted by their units (so a declared allocation change cannot confound it, Simpson), and
+  the arms pooled over them;
 * :func:`nights`: the positions of each comparison at each night (one row of the table);
 * :func:`descriptive`: the fixed-horizon figures per metric kind, the relative lift on the
   stratified estimate and the flag where an interval and its test disagree.
@@ -22,10 +24,20 @@ from scipy import stats as sps
 
 from zcl_assets.analysis.grid import Grid
 from zcl_assets.analysis.metrics import DESCRIPTIVE_ALPHA, KINDS, ArmStats, Descriptive
+from zcl_assets.stats.cuped import Moments, adjust
 from zcl_assets.stats.lift import LiftResult, relative_lift
 
 STAT_COLUMNS = ("n", "sum_v", "m2_v", "variance", "successes", "observations", "sum_y", "sum_m", "c_yy", "c_mm", "c_ym")
 """The cumulative sufficient statistics of an arm (``LookInputs.arm_stats``)."""
+
+COVARIATE_COLUMNS = ("sum_x", "sum_h", "m2_x", "m2_h", "c_xh", "c_xv", "c_hv")
+"""The CUPED covariate's sums of an arm: ``x`` (the unit's pre-experiment mean, 0 without one)
+and ``h`` (it has one), their centered sums and cross-products with the unit value
+(``sql/select_arm_statistics.sql``); all 0 where no unit has a covariate (absent: 0)."""
+
+CUPED_METHOD = "cuped_normal"
+"""The descriptive method named where the covariate adjusted the difference: the normal test
+and interval of the adjusted difference (Deng, Xu, Kohavi, Walker 2013)."""
 
 
 class Rows(NamedTuple):
@@ -117,6 +129,8 @@ def arm_statistics(arm_stats: pl.DataFrame, grid: Grid, at: Rows) -> StratumStat
     skey = np.where((sm >= 0) & (sj >= 0), key(se_, sm, sj, st.get_column("segment").to_numpy()), -1)
     lookup = _Lookup(skey, grid.d(st.get_column("day")), grid.nights)
     columns = {c: st.get_column(c).cast(pl.Float64).to_numpy() for c in STAT_COLUMNS}
+    columns.update({c: (st.get_column(c).cast(pl.Float64).fill_null(0.0).to_numpy() if c in st.columns
+                        else np.zeros(st.height)) for c in COVARIATE_COLUMNS})
 
     def gather(j):
         i = lookup(np.where((at.metric >= 0) & (j >= 0), key(at.e, at.metric, j, at.segment), -2), at.d)
@@ -202,6 +216,8 @@ class Estimate(NamedTuple):
         strat_t, strat_c: each arm's stratified mean, the strata weighted as in ``diff``
             (``diff = strat_t - strat_c``); the relative lift is read on them.
         strat_se2_t, strat_se2_c: their squared standard errors (sum of ``w^2 var / n``).
+        cuped: the covariate adjusted some stratum of the comparison at that night.
+        variance_reduction: ``1 - se2 / se2 unadjusted`` where ``cuped`` (NaN elsewhere).
     """
 
     first: np.ndarray
@@ -219,14 +235,45 @@ class Estimate(NamedTuple):
     strat_c: np.ndarray
     strat_se2_t: np.ndarray
     strat_se2_c: np.ndarray
+    cuped: np.ndarray
+    variance_reduction: np.ndarray
+
+
+def _moments(values: dict[str, np.ndarray], mean: np.ndarray) -> Moments:
+    """The CUPED sums of one arm at every row (``mean``: the unit values' mean; a covariate sum
+    that is absent counts as 0)."""
+    n = np.nan_to_num(values["n"])
+    z = {c: values.get(c, np.zeros(n.shape)) for c in COVARIATE_COLUMNS}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        safe = np.where(n > 0, n, 1)
+        return Moments(n=n, mean_v=mean, mean_x=z["sum_x"] / safe, mean_h=z["sum_h"] / safe, s_vv=values["m2_v"],
+                       s_xx=z["m2_x"], s_hh=z["m2_h"], s_xh=z["c_xh"], s_xv=z["c_xv"], s_hv=z["c_hv"])
+
+
+def _cuped(at: Rows, arms: StratumStats, arm_t: ArmStats, arm_c: ArmStats, means: tuple, variances: tuple):
+    """Each stratum row's arm means and CS variances adjusted for the covariate (``stats.cuped``)
+    where it applies: a kind whose estimand is the mean of the unit values (not the ratio of
+    sums), with a covariate that varies. Returns ``(mean_t, var_t, mean_c, var_c, applied)``;
+    each variance is the kind's, scaled by the share of the arm's centered sum its residuals keep
+    (``p (1 - p)`` of a binary arm becomes the residuals' variance)."""
+    adj = adjust(_moments(arms.treatment, means[0]), _moments(arms.control, means[1]))
+    applied = adj.applies & (at.kinds != "ratio_of_sums") & np.isfinite(adj.diff)
+    out = []
+    for arm, mean, var, adj_mean, resid in ((arm_t, means[0], variances[0], adj.mean_t, adj.resid_t),
+                                            (arm_c, means[1], variances[1], adj.mean_c, adj.resid_c)):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            kept = np.where(arm.m2 > 0, var * resid / np.where(arm.m2 > 0, arm.m2, 1), resid / np.where(arm.n > 0, arm.n, 1))
+        out += [np.where(applied, adj_mean, mean), np.where(applied, kept, var)]
+    return (*out, applied)
 
 
 def strata(at: Rows, arms: StratumStats) -> Estimate:
     """Strata combined into one estimate weighted by their units; arms pooled over them."""
     arm_t, ratio_t = _arm_stats(arms.treatment)
     arm_c, ratio_c = _arm_stats(arms.control)
-    mean_t, var_t = _kind_stats(at.kinds, arm_t, ratio_t)
-    mean_c, var_c = _kind_stats(at.kinds, arm_c, ratio_c)
+    raw_t, raw_var_t = _kind_stats(at.kinds, arm_t, ratio_t)
+    raw_c, raw_var_c = _kind_stats(at.kinds, arm_c, ratio_c)
+    mean_t, var_t, mean_c, var_c, applied = _cuped(at, arms, arm_t, arm_c, (raw_t, raw_c), (raw_var_t, raw_var_c))
     first = _group_starts(at.cid, at.d)
     group = np.repeat(np.arange(first.size), np.diff(np.append(first, at.cid.size)))
     both = (arm_t.n > 0) & (arm_c.n > 0) & np.isfinite(mean_t) & np.isfinite(mean_c)
@@ -244,6 +291,10 @@ def strata(at: Rows, arms: StratumStats) -> Estimate:
     diff = np.add.reduceat(w * np.where(both, mean_t - mean_c, 0.0), first)
     se2_t, se2_c = (np.add.reduceat(w**2 * np.where(both, x, 0.0), first) for x in (v_t, v_c))
     se2 = np.add.reduceat(w**2 * np.where(both, v, 0.0), first)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        raw_v = raw_var_t / np.where(arm_t.n > 0, arm_t.n, 1) + raw_var_c / np.where(arm_c.n > 0, arm_c.n, 1)
+    raw_se2 = np.add.reduceat(w**2 * np.where(both, raw_v, 0.0), first)
+    cuped = np.add.reduceat((applied & both).astype(float), first) > 0
     bad_v = np.add.reduceat((both & ~np.isfinite(v)).astype(float), first)
     kinds = at.kinds[first]
     pooled_t, ratio_pt = _arm_stats(_pool(arms.treatment, first, group))
@@ -254,7 +305,8 @@ def strata(at: Rows, arms: StratumStats) -> Estimate:
     return Estimate(first, np.where(defined, diff, np.nan), np.where(known, se2, np.nan),
                     np.add.reduceat(units, first), periods, pooled_t, pooled_c, mt, vt, mc, vc,
                     np.where(defined, strat_t, np.nan), np.where(defined, strat_c, np.nan),
-                    np.where(known, se2_t, np.nan), np.where(known, se2_c, np.nan))
+                    np.where(known, se2_t, np.nan), np.where(known, se2_c, np.nan), cuped,
+                    np.where(cuped & known & (raw_se2 > 0), 1 - se2 / np.where(raw_se2 > 0, raw_se2, 1), np.nan))
 
 
 class Nights(NamedTuple):
@@ -324,10 +376,10 @@ def _by_kind(kinds: np.ndarray, t: ArmStats, c: ArmStats) -> Descriptive:
 
 
 def descriptive(at: Nights, estimate: Estimate) -> Figures:
-    """The fixed-horizon figures per metric kind; where strata were combined, the stratified
-    normal test and interval of the combined estimate instead."""
+    """The fixed-horizon figures per metric kind; where strata were combined or the covariate
+    adjusted the difference (CUPED), the normal test and interval of that estimate instead."""
     desc = _by_kind(at.kinds, estimate.treatment, estimate.control)
-    strat = estimate.periods > 1
+    strat = (estimate.periods > 1) | estimate.cuped
     if strat.any():
         z = sps.norm.isf(DESCRIPTIVE_ALPHA / 2)
         diff, se = estimate.diff, np.sqrt(estimate.se2)
@@ -336,8 +388,9 @@ def descriptive(at: Nights, estimate: Estimate) -> Figures:
         for target, value in ((desc.diff, diff), (desc.ci_low, diff - z * se), (desc.ci_high, diff + z * se),
                               (desc.p_value, p_strat)):
             target[strat] = value[strat]
-        desc.ci_method[strat] = "stratified_normal"
-        desc.p_method[strat] = "stratified_normal"
+        method = np.where(estimate.cuped, CUPED_METHOD, "stratified_normal")
+        desc.ci_method[strat] = method[strat]
+        desc.p_method[strat] = method[strat]
     # the lift is read on the same (stratified) estimate as the difference: the stratified
     # treatment mean over the stratified control mean, each mean's squared standard error given
     # as a variance over one unit (delta method on the log ratio); a missing mean leaves it

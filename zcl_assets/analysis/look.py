@@ -22,7 +22,7 @@ import polars as pl
 
 from sql import load_sql
 from zcl_assets.analysis.design import comparisons
-from zcl_assets.analysis.engine import STAT_COLUMNS, LookInputs, analyse
+from zcl_assets.analysis.engine import COVARIATE_COLUMNS, STAT_COLUMNS, LookInputs, analyse
 from zcl_assets.analysis.look_state import StateUpdate, read_state, update_look_state
 from zcl_assets.analysis.metrics import CATALOGUE, metric_spec
 from zcl_assets.analysis.registration import allocation_changes, decode_arms
@@ -208,7 +208,10 @@ def _prepare(con: duckdb.DuckDBPyConnection, as_of: str) -> _Prepared:
     analysed = metrics.with_columns(pl.col("metric").replace_strict(
         {m: spec.resolution for m, spec in CATALOGUE.items()}, default=metric_spec("").resolution,
         return_dtype=pl.Float64).alias("resolution"))
-    frames = {"analysed_metrics": analysed, "segment_bounds": seg_bounds, "epoch_bounds": epoch_bounds}
+    windows = plans.filter(pl.col("cuped").fill_null(False)).select(
+        "experiment_id", pl.col("covariate_window_days").cast(pl.Int64).alias("window_days"))
+    frames = {"analysed_metrics": analysed, "segment_bounds": seg_bounds, "epoch_bounds": epoch_bounds,
+              "covariate_windows": windows}
     return _Prepared(params, frames, registrations, events, arms, segments, shares, snapshots, comps, experiments)
 
 
@@ -253,8 +256,10 @@ def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = F
         pl.when("binary").then((pl.col("mean") * pl.col("n")).round()).alias("successes"),
         pl.col("n").cast(pl.Float64).alias("observations"),
         *[pl.lit(None, dtype=pl.Float64).alias(c) for c in ("sum_y", "sum_m", "c_yy", "c_mm", "c_ym")],
+        *[pl.lit(0.0).alias(c) for c in COVARIATE_COLUMNS],  # an export has no covariate
     )
-    arm_stats = pl.concat([unit_stats.select(["experiment_id", "metric", "arm", "segment", "day", *STAT_COLUMNS]),
+    arm_stats = pl.concat([unit_stats.select(["experiment_id", "metric", "arm", "segment", "day", *STAT_COLUMNS,
+                                              *COVARIATE_COLUMNS]),
                            snap_stats], how="vertical_relaxed")
     primary = experiments.filter(pl.col("source") == "arm_snapshots").select("experiment_id", pl.col("primary_metric").alias("metric"))
     snap_units = snapshots.join(primary, on=["experiment_id", "metric"]).select(

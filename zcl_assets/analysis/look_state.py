@@ -36,8 +36,10 @@ _SUM = "HUGEINT"
 STATE_TABLES: dict[str, str] = {
     "arm_day_sums": (
         "experiment_id VARCHAR, arm VARCHAR, metric VARCHAR, segment BIGINT, day DATE, resolution DOUBLE, "
-        + ", ".join(f"{c} {_SUM}" for c in ("dn", "dv", "dv2", "dy", "dy2", "dm", "dm2", "dym"))
+        + ", ".join(f"{c} {_SUM}" for c in ("dn", "dv", "dv2", "dy", "dy2", "dm", "dm2", "dym",
+                                              "dx", "dx2", "dxv", "dh", "dhv"))
     ),
+    "look_unit_covariates": f"experiment_id VARCHAR, metric VARCHAR, user_id VARCHAR, x {_SUM}",
     "look_assigned_days": "experiment_id VARCHAR, arm VARCHAR, segment BIGINT, day DATE, new_units BIGINT",
     "look_control_digests": "experiment_id VARCHAR, epoch BIGINT, context_digest VARCHAR, day DATE",
     "look_mixed_users": "experiment_id VARCHAR, user_id VARCHAR, day DATE",
@@ -55,7 +57,7 @@ FROM_DAY_TABLES: dict[str, str] = {
 }
 """The tables whose rows of a dirty experiment are replaced from its ``from_day`` on, by their SQL."""
 
-FRAMES = ("analysed_metrics", "segment_bounds", "epoch_bounds")
+FRAMES = ("analysed_metrics", "segment_bounds", "epoch_bounds", "covariate_windows")
 """The registered frames the state's SQL reads (computed by ``look.py`` from the registrations)."""
 
 _EXPERIMENT_LEVEL = ("staged_experiments", "staged_experiment_events")
@@ -63,7 +65,8 @@ _FROM_DAY_SOURCES = ("experience", "staged_arm_snapshots")
 """The changes that make an experiment dirty from their day on: an experience row (assigned that day) and
 an aggregate export's snapshot (its time falls on its landing day, the contract's ``wrong_partition``)."""
 _DAY_SOURCES = ("staged_assignments", "staged_outcomes", "staged_arm_snapshots", "staged_sessions", "experience")
-AGGREGATES: tuple[str, ...] = (*FROM_DAY_TABLES.values(), "aggregate_first_assignments", "aggregate_violation_days")
+AGGREGATES: tuple[str, ...] = (*FROM_DAY_TABLES.values(), "aggregate_first_assignments", "aggregate_violation_days",
+                                "aggregate_unit_covariates")
 """The SQL that builds the state from the experience and staged tables (the heavy part of a look)."""
 _SQL = AGGREGATES
 
@@ -129,7 +132,7 @@ def update_look_state(con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataF
         ensure_state(con)
         changes = changelog.changes_since(con, "look_state", fingerprint)
     digests = _frame_digests(frames)
-    dirty, days, experiments = _dirty(con, changes, digests)
+    dirty, days, experiments = _dirty(con, changes, digests, frames["covariate_windows"])
     if not (dirty.is_empty() and days.is_empty()):
         keys = quarantined_keys(con, None if changes.full or experiments.height else days)
         from_day = dirty.get_column("from_day").min() if dirty.height else FIRST_DAY
@@ -145,8 +148,9 @@ def _apply(con: duckdb.DuckDBPyConnection, full: bool, from_at: dt.datetime, eng
         for table in STATE_TABLES:
             con.execute(f"DELETE FROM {table}")
     params = {"from_at": from_at}
-    _replace_from_day(con, params, engine)
     _replace_first_assignments(con, params, engine)
+    _replace_covariates(con, engine)
+    _replace_from_day(con, params, engine)
     con.execute("DELETE FROM look_violation_days WHERE day IN (SELECT day FROM dirty_days) "
                 "OR experiment_id IN (SELECT experiment_id FROM dirty_experiments)")
     engine.execute(con, f"INSERT INTO look_violation_days BY NAME {load_sql('aggregate_violation_days')}")
@@ -181,6 +185,21 @@ def _replace_first_assignments(con: duckdb.DuckDBPyConnection, params: dict, eng
     con.execute("INSERT INTO look_first_assignments BY NAME SELECT * FROM first_assignments")
 
 
+def _replace_covariates(con: duckdb.DuckDBPyConnection, engine: Engine) -> None:
+    """Rebuild the CUPED covariates of the dirty experiments whose first assignment may have
+    moved (dirty on or before its day, or none yet): a covariate depends only on what was known
+    before the first assignment, so a later change leaves it as it is (a change of that history
+    makes its experiment dirty from the first day, :func:`_dirty`)."""
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE covariate_rebuild AS SELECT d.experiment_id FROM dirty d "
+        "LEFT JOIN look_first_assignments f ON f.experiment_id = d.experiment_id AND f.epoch = 0 "
+        "WHERE f.first_assigned_at IS NULL OR d.from_day <= CAST(f.first_assigned_at AS DATE)")
+    con.execute("DELETE FROM look_unit_covariates WHERE experiment_id IN (SELECT experiment_id FROM covariate_rebuild)")
+    con.execute("CREATE OR REPLACE TEMP TABLE covariate_targets AS SELECT * FROM covariate_windows "
+                "WHERE experiment_id IN (SELECT experiment_id FROM covariate_rebuild)")
+    engine.execute(con, f"INSERT INTO look_unit_covariates BY NAME {load_sql('aggregate_unit_covariates')}")
+
+
 def _frame_digests(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """Per experiment, a digest of its rows in every frame (an experiment absent from all has none)."""
     parts = []
@@ -196,8 +215,12 @@ def _frame_digests(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
         pl.col("row").sort().str.join("\x1e").alias("digest")).sort("experiment_id")
 
 
-def _dirty(con: duckdb.DuckDBPyConnection, changes: changelog.Changes, digests: pl.DataFrame):
-    """(dirty experiments with their from_day, dirty landing days, experiments dirty from their first day)."""
+def _dirty(con: duckdb.DuckDBPyConnection, changes: changelog.Changes, digests: pl.DataFrame, cuped: pl.DataFrame):
+    """(dirty experiments with their from_day, dirty landing days, experiments dirty from their first day).
+
+    An experiment of ``cuped`` (``experiment_id``: its plan applies CUPED) is dirty from its first
+    day when a session or an outcome of a day up to its first assignment changed: its units'
+    covariates may have moved."""
     registered = con.execute("SELECT experiment_id FROM staged_experiments").pl()
     if changes.full:
         everything = registered.with_columns(pl.lit(FIRST_DAY).alias("from_day"))
@@ -209,7 +232,11 @@ def _dirty(con: duckdb.DuckDBPyConnection, changes: changelog.Changes, digests: 
     level = con.execute(
         f"SELECT DISTINCT experiment_id FROM {changes.relation} WHERE experiment_id IS NOT NULL "
         f"AND list_contains($sources, source)", {"sources": list(_EXPERIMENT_LEVEL)}).pl()
-    whole = pl.concat([moved, level]).unique()
+    history = con.execute(
+        f"SELECT f.experiment_id FROM look_first_assignments f WHERE f.epoch = 0 AND CAST(f.first_assigned_at AS DATE) >= "
+        f"(SELECT min(day) FROM {changes.relation} WHERE list_contains($sources, source))",
+        {"sources": ["staged_sessions", "staged_outcomes"]}).pl().join(cuped.select("experiment_id"), on="experiment_id")
+    whole = pl.concat([moved, level, history]).unique()
     rows = con.execute(
         f"SELECT experiment_id, min(coalesce(day, $first)) AS from_day FROM {changes.relation} "
         "WHERE list_contains($sources, source) AND experiment_id IS NOT NULL GROUP BY ALL",
@@ -245,8 +272,10 @@ def full_build_inputs(con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataF
     """What the SQL of ``AGGREGATES`` and ``READS`` is given for a build of the whole state: its
     parameters and the frames it reads besides the warehouse's tables, so that another engine
     can run the same SQL (``zcl_assets/portability/spark.py``)."""
-    dirty, days, experiments = _dirty(con, changelog.Changes(True, 0, ""), _frame_digests(frames))
+    dirty, days, experiments = _dirty(con, changelog.Changes(True, 0, ""), _frame_digests(frames),
+                                      frames["covariate_windows"])
     registered = {"dirty": dirty, "dirty_days": days, "dirty_experiments": experiments,
+                  "covariate_targets": frames["covariate_windows"],
                   "quarantined_keys": quarantined_keys(con, None), **frames}
     params = {"from_at": dt.datetime.combine(FIRST_DAY, dt.time(), tzinfo=dt.timezone.utc)}
     return params, registered

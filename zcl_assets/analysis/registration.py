@@ -14,8 +14,17 @@ DESIGN section 6, *Family* and *Planned sample*:
   step; Holm is never less powerful than this Bonferroni split).
 * The planned sample counts randomization units (users for a user-randomized experiment,
   planned with the registered sd of the per-user value; sessions otherwise):
-  ``N_plan = max(min_samples, ceil(R * DE * n_fixed / v))`` for the control arm, the
-  largest over the comparisons; each treatment arm is planned at its share ratio times it.
+  ``N_plan = max(min_samples, ceil(R * DE * n_fixed / v))`` for the control arm,
+  the largest over the comparisons; each treatment arm is planned at its share ratio times it.
+* CUPED (:func:`cuped_applies`): asked for by the registration (its default) and supported by
+  the family's history (:data:`MIN_HISTORY_USERS` units of the 28 days before registration
+  whose user had a verified session in the 28 days before those). Then the look adjusts
+  every comparison for the unit's pre-experiment mean over :data:`COVARIATE_WINDOW_DAYS`
+  (``stats.cuped``). The plan of a success primary records the variance share the history's
+  covariate explained (``cuped_r2``, the history's
+  :func:`~zcl_assets.stats.cuped.explained_share`, at most :data:`MAX_PLANNED_R2`); the planned
+  sample does not count on it yet (``1 - rho^2`` is taken as 1) until a simulation shows the
+  power at such a plan, so CUPED can only make an experiment end sooner than planned.
 * An unreachable plan (``n_plan = inf``, reason stored) still gets a valid confidence
   sequence, tuned at :data:`~zcl_assets.stats.power.FALLBACK_TUNING_UNITS` units in each
   comparison (both arms together), and says that only adopt or reject can end it.
@@ -35,6 +44,7 @@ import polars as pl
 
 from zcl_assets.analysis.metrics import KINDS, counts_successes, kind_estimand, primary_kind_column, several_sessions_a_unit
 from zcl_assets.analysis.schema import EXPERIMENT_PLANS
+from zcl_assets.stats.cuped import Moments, explained_share
 from zcl_assets.stats.multiplicity import alpha_slot
 from zcl_assets.stats.power import FALLBACK_TUNING_UNITS, per_test_power, planned_sample
 
@@ -46,6 +56,11 @@ Four keeps samples reachable and the family-wise error at the registered alpha."
 
 POLICY_VERSION = "registration-policy/1"
 TRAFFIC_DAYS = 28
+COVARIATE_WINDOW_DAYS = 28
+"""Days before an experiment's first assignment whose verified sessions give a unit's CUPED covariate."""
+MAX_PLANNED_R2 = 0.9
+"""The largest variance reduction a plan counts on (rho^2): a history that seems to explain
+nearly everything is more likely a small one, and a plan of a tenth of the units is bold enough."""
 
 ARMS_DTYPE = pl.List(pl.Struct({"name": pl.String, "allocation": pl.Float64}))
 GUARDRAILS_DTYPE = pl.List(pl.Struct({"metric": pl.String, "direction": pl.String, "margin": pl.Float64}))
@@ -191,6 +206,9 @@ def _plan_comparisons(registrations: pl.DataFrame, slots: pl.DataFrame, policy: 
         .join(traffic, on="experiment_id", how="left")
         .with_columns(pl.col("n_guardrails").fill_null(0), pl.col("history_users").fill_null(0))
     )
+    comparisons = comparisons.with_columns(cuped_applies().alias("cuped")).with_columns(
+        pl.when(pl.col("cuped") & counts_successes(pl.col("primary_metric")))  # the history measures successes
+        .then(pl.Series("r2", history_r2(comparisons)).clip(0.0, MAX_PLANNED_R2)).alias("cuped_r2"))
     exported = (aggregate_exports.get_column("experiment_id") if aggregate_exports is not None
                 else pl.Series("experiment_id", [], dtype=pl.String))  # pragma: no mutate
     several = several_sessions_a_unit(pl.col("experiment_id").is_in(exported.implode()))
@@ -286,6 +304,8 @@ def plan_registrations(
                 "alpha_slot": pl.Int64})
     events = events if events is not None else pl.DataFrame(
         schema={"experiment_id": pl.String, "status": pl.String, "at": pl.Datetime("us", "UTC")})
+    if "cuped" not in registrations.columns:  # a registration read before the field existed: its default
+        registrations = registrations.with_columns(pl.lit(True).alias("cuped"))
     slots = assign_slots(registrations, existing, events, policy)
     traffic = _history(traffic)
     comparisons = _planned_samples(_plan_comparisons(registrations, slots, policy, aggregate_exports, traffic))
@@ -298,7 +318,7 @@ def plan_registrations(
         pl.col("ratio").sum().alias("sum_ratio"),
         pl.first("org_id", "task_type", "admitted", "alpha_slot", "alpha_share", "n_comparisons", "comparison_alpha",
                  "metric_kind", "randomization_unit", "sessions_per_unit", "expected_verified_share", "n_guardrails",
-                 "concurrent", "unit_sd", "design_effect", "variance_basis"),
+                 "concurrent", "unit_sd", "design_effect", "variance_basis", "cuped", "cuped_r2"),
     )
     traffic = traffic.select("experiment_id", "traffic_per_day")
     reachable = pl.col("planned_n_per_arm").is_finite()
@@ -328,6 +348,7 @@ def plan_registrations(
             .then((total_units / (pl.col("traffic_per_day") / pl.col("concurrent").clip(1))).ceil())
             .alias("days_to_plan"),
             pl.lit(policy.version).alias("policy_version"),
+            pl.when("cuped").then(pl.lit(COVARIATE_WINDOW_DAYS)).alias("covariate_window_days"),
         )
     )
     return out.select(list(schema)).cast(schema).sort("experiment_id")
@@ -345,7 +366,9 @@ needs before it takes the variance of a per-user mean from them instead of its b
 
 _HISTORY = {"experiment_id": pl.String, "traffic_per_day": pl.Float64, "verified_share": pl.Float64,
             "success_rate": pl.Float64, "history_users": pl.Int64, "sessions_per_user": pl.Float64,
-            "user_rate_variance": pl.Float64}
+            "user_rate_variance": pl.Float64, "cuped_n": pl.Int64,
+            **{c: pl.Float64 for c in ("cuped_sv", "cuped_svv", "cuped_sx", "cuped_sxx", "cuped_sh", "cuped_sxv",
+                                       "cuped_shv")}}
 """The columns of ``sql/measure_family_traffic.sql``."""
 
 
@@ -354,6 +377,28 @@ def _history(traffic: pl.DataFrame | None) -> pl.DataFrame:
     traffic = traffic if traffic is not None else pl.DataFrame(schema={"experiment_id": pl.String})
     return traffic.with_columns(pl.lit(None, dtype=t).alias(c) for c, t in _HISTORY.items()
                                 if c not in traffic.columns).select(list(_HISTORY)).cast(_HISTORY)
+
+
+def cuped_applies() -> pl.Expr:
+    """CUPED applies: the registration asks for it (null: its default, yes) and at least
+    :data:`MIN_HISTORY_USERS` units of the family's last 28 days had a covariate (Boolean)."""
+    return pl.col("cuped").fill_null(True) & (pl.col("cuped_sh").fill_null(0) >= MIN_HISTORY_USERS)
+
+
+def history_r2(history: pl.DataFrame) -> np.ndarray:
+    """The share of the unit value's variance its covariate explained in the family's history
+    (``measure_family_traffic.sql``'s ``cuped_*`` sums, centered here), per row; NaN without."""
+    def col(name):
+        return history.get_column(name).cast(pl.Float64).to_numpy()
+
+    n, sv, sx, sh = col("cuped_n"), col("cuped_sv"), col("cuped_sx"), col("cuped_sh")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = {k: s / n for k, s in (("v", sv), ("x", sx), ("h", sh))}
+        moments = Moments(
+            n=n, mean_v=mean["v"], mean_x=mean["x"], mean_h=mean["h"],
+            s_vv=col("cuped_svv") - sv * mean["v"], s_xx=col("cuped_sxx") - sx * mean["x"], s_hh=sh - sh * mean["h"],
+            s_xh=sx - sh * mean["x"], s_xv=col("cuped_sxv") - sx * mean["v"], s_hv=col("cuped_shv") - sh * mean["v"])
+    return explained_share(moments)
 
 
 def history_known() -> pl.Expr:

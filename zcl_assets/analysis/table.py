@@ -75,6 +75,7 @@ def _columns(look: Look, grid: Grid) -> list[pl.Series]:
     return [
         at.as_of.alias("as_of"), pl.Series("days_since_first_assignment", prog.days),
         pl.Series("difference", est.diff), pl.Series("periods", est.periods.astype(np.int64)),
+        pl.Series("cuped", est.cuped), pl.Series("variance_reduction", est.variance_reduction),
         pl.Series("n_control", est.control.n), pl.Series("n_treatment", est.treatment.n),
         pl.Series("successes_control", np.where(counts, est.control.successes, np.nan)),
         pl.Series("successes_treatment", np.where(counts, est.treatment.successes, np.nan)),
