@@ -18,7 +18,6 @@ import datetime as dt
 import duckdb
 import numpy as np
 import polars as pl
-from statsmodels.stats.multitest import multipletests
 
 from sql import load_sql
 from zcl_assets.analysis.metrics import metric_spec
@@ -66,6 +65,8 @@ def segment_breakdowns(counts: pl.DataFrame, as_of: dt.date) -> pl.DataFrame:
         pl.Series("difference", score.diff), pl.Series("ci_low", score.ci_low), pl.Series("ci_high", score.ci_high),
         pl.Series("p", score.pvalue),
     ).with_columns(pl.col("difference", "ci_low", "ci_high", "p").fill_nan(None))
+    from statsmodels.stats.multitest import multipletests  # imported when used: 1 s of every start otherwise
+
     adjusted = np.full(out.height, np.nan)
     index = out.with_row_index("i")
     for _, group in index.group_by("experiment_id", "treatment_arm", "dimension", maintain_order=True):

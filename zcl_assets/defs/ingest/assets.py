@@ -1,11 +1,12 @@
 """raw_<table> and staged_<table> assets for every landing table, and the landing inventory.
 
-Both are partitioned by landing day (``partitions.landing_days``): a run materializes a range
-of days in one step per asset, loading the days among them whose landed files changed
-(``zcl_assets.ingest.archive``) and staging them, the cross-row rules re-checked for the keys
-those days change (``zcl_assets.ingest.staging``). The metadata of each materialization lists
-the days it touched with their own counts. Staging reads the already staged tables for its
-cross-row rules, so tables are staged in dependency order (``deps``).
+Both are partitioned by landing day (``partitions.landing_days``) and are the assets of one
+subsettable multi-asset: a run materializes the selected ones for a range of days in one step,
+loading the days among them whose landed files changed (``zcl_assets.ingest.archive``) and
+staging them, the cross-row rules re-checked for the keys those days change
+(``zcl_assets.ingest.staging``). The metadata of each materialization lists the days it
+touched with their own counts. Staging reads the already staged tables for its cross-row
+rules, so tables are staged in dependency order (``deps``, and ``CONTRACTS``'s order).
 """
 
 import dagster as dg
@@ -22,96 +23,6 @@ from zcl_assets.ingest.staging import STAGING_DEPENDS_ON, stage_table
 from zcl_assets.warehouse import transaction
 
 
-def _build_raw_asset(table: str) -> dg.AssetsDefinition:
-    @dg.asset(
-        name=f"raw_{table}",
-        group_name="landing",
-        kinds={"duckdb", "python"},
-        pool="duckdb",
-        partitions_def=landing_days,
-        backfill_policy=single_run,
-        description=(
-            f"Landed `{table}` files, archived by content (SHA-256) and counted: `landing_manifest` lists every "
-            "file ever loaded (a changed day supersedes its old rows, never deletes them). One partition per "
-            "landing day; of the days a run asks for, only those whose files changed since the last load are read."
-        ),
-    )
-    def raw_asset(context: dg.AssetExecutionContext, warehouse: Warehouse, landing: LandingStore) -> dg.MaterializeResult:
-        with warehouse.connect() as con:
-            result = load_table(con, landing, warehouse.archive_dir, table, days=run_days(context))
-            total = con.execute(
-                "SELECT coalesce(sum(row_count), 0), count(*) FROM landing_manifest WHERE table_name = ? AND superseded_at IS NULL",
-                [table],
-            ).fetchone()
-        days = pl.DataFrame(
-            [d._asdict() for d in result.days],
-            schema={"partition_day": pl.String, "files": pl.Int64, "rows": pl.Int64, "change": pl.String},
-        )
-        return dg.MaterializeResult(
-            metadata={
-                "dagster/row_count": int(total[0]),
-                "current_files": int(total[1]),
-                "days_loaded": len(result.days),
-                "rows_loaded": result.rows,
-                "days": table_metadata(days, "Days loaded by this run: files, raw rows, and what changed"),
-            }
-        )
-
-    return raw_asset
-
-
-def _build_staged_asset(table: str) -> dg.AssetsDefinition:
-    deps = [dg.AssetKey(f"raw_{table}")] + [dg.AssetKey(f"staged_{t}") for t in STAGING_DEPENDS_ON[table]]
-
-    @dg.asset(
-        name=f"staged_{table}",
-        deps=deps,
-        group_name="staging",
-        kinds={"duckdb"},
-        pool="duckdb",
-        partitions_def=landing_days,
-        backfill_policy=single_run,
-        description=(
-            f"Contract-valid `{table}` rows (table `staged_{table}`); every other landed row is in `quarantine` "
-            "with the rule it broke. One partition per landing day: row rules run on the days that changed; "
-            "keys and references are re-checked for the keys those days change, so a corrected file gives the "
-            "same rows as a fresh load."
-        ),
-        metadata={"contract": table_metadata(_contract_frame(table), f"Contract of {table}")},
-        check_specs=staged_check_specs(table),
-    )
-    def staged_asset(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
-        with warehouse.connect() as con:
-            result = stage_table(con, table, days=run_days(context))
-            total = con.execute(f"SELECT count(*) FROM {CONTRACTS[table].staged_table}").fetchone()[0]
-            quarantined = con.execute(
-                "SELECT count(*) FROM quarantine WHERE source_table = ? AND stage = 'contract'", [table]
-            ).fetchone()[0]
-            checks = staged_check_results(con, table, checked_days(con, table, run_days(context)))
-        days = pl.DataFrame(
-            result.days, schema={"partition_day": pl.String, "raw_rows": pl.Int64, "staged_rows": pl.Int64, "quarantined_rows": pl.Int64},
-            orient="row",
-        )
-        by_rule = pl.DataFrame(
-            sorted(result.by_rule.items()), schema={"rule": pl.String, "rows": pl.Int64}, orient="row"
-        )
-        return dg.MaterializeResult(
-            metadata={
-                "dagster/row_count": int(total),
-                "quarantined_rows": int(quarantined),
-                "days_staged": len(result.days),
-                "rows_released": result.released,
-                "rows_held_back": result.held_back,
-                "days": table_metadata(days, "Days staged by this run, each with its own counts"),
-                "quarantined_by_rule": table_metadata(by_rule, "Quarantined rows of the staged days, by rule"),
-                "quarantine_preview": table_metadata(result.preview, "First quarantined rows of the staged days"),
-            },
-            check_results=checks,
-        )
-
-    return staged_asset
-
-
 def _contract_frame(table: str) -> pl.DataFrame:
     contract = CONTRACTS[table]
     return pl.DataFrame(
@@ -126,8 +37,111 @@ def _contract_frame(table: str) -> pl.DataFrame:
     )
 
 
-raw_assets = [_build_raw_asset(t) for t in CONTRACTS]
-staged_assets = [_build_staged_asset(t) for t in CONTRACTS]
+RAW_DESCRIPTION = (
+    "Landed `{table}` files, archived by content (SHA-256) and counted: `landing_manifest` lists every "
+    "file ever loaded (a changed day supersedes its old rows, never deletes them). One partition per "
+    "landing day; of the days a run asks for, only those whose files changed since the last load are read."
+)
+STAGED_DESCRIPTION = (
+    "Contract-valid `{table}` rows (table `staged_{table}`); every other landed row is in `quarantine` "
+    "with the rule it broke. One partition per landing day: row rules run on the days that changed; "
+    "keys and references are re-checked for the keys those days change, so a corrected file gives the "
+    "same rows as a fresh load."
+)
+
+
+def _raw_spec(table: str) -> dg.AssetSpec:
+    return dg.AssetSpec(f"raw_{table}", group_name="landing", kinds={"duckdb", "python"},
+                        description=RAW_DESCRIPTION.format(table=table))
+
+
+def _staged_spec(table: str) -> dg.AssetSpec:
+    deps = [dg.AssetKey(f"raw_{table}")] + [dg.AssetKey(f"staged_{t}") for t in STAGING_DEPENDS_ON[table]]
+    return dg.AssetSpec(
+        f"staged_{table}", deps=deps, group_name="staging", kinds={"duckdb"},
+        description=STAGED_DESCRIPTION.format(table=table),
+        metadata={"contract": table_metadata(_contract_frame(table), f"Contract of {table}")},
+    )
+
+
+@dg.multi_asset(
+    name="landing_and_staging",
+    specs=[_raw_spec(t) for t in CONTRACTS] + [_staged_spec(t) for t in CONTRACTS],
+    check_specs=[spec for t in CONTRACTS for spec in staged_check_specs(t)],
+    can_subset=True,
+    pool="duckdb",
+    partitions_def=landing_days,
+    backfill_policy=single_run,
+)
+def landing_and_staging(context: dg.AssetExecutionContext, warehouse: Warehouse, landing: LandingStore):
+    """The selected ``raw_<table>`` and ``staged_<table>`` assets of the run's days, in one step.
+
+    Each is its own asset in the catalog, with its own partitions, metadata and checks; they
+    run as one step on one connection (the raw tables first, then staging in the order of its
+    cross-row rules, ``CONTRACTS``'s order), so a night pays one Dagster step and one write
+    of the warehouse for ingestion, not fourteen.
+    """
+    days = run_days(context)
+    selected = {k.path[-1] for k in context.selected_asset_keys}
+    with warehouse.connect() as con:
+        for table in CONTRACTS:
+            if f"raw_{table}" in selected:
+                yield _load_raw(con, landing, warehouse, table, days)
+        for table in CONTRACTS:
+            if f"staged_{table}" in selected:
+                yield _stage(con, table, days)
+
+
+def _load_raw(con, landing: LandingStore, warehouse: Warehouse, table: str, days: list[str] | None) -> dg.MaterializeResult:
+    result = load_table(con, landing, warehouse.archive_dir, table, days=days)
+    total = con.execute(
+        "SELECT coalesce(sum(row_count), 0), count(*) FROM landing_manifest WHERE table_name = ? AND superseded_at IS NULL",
+        [table],
+    ).fetchone()
+    loaded = pl.DataFrame(
+        [d._asdict() for d in result.days],
+        schema={"partition_day": pl.String, "files": pl.Int64, "rows": pl.Int64, "change": pl.String},
+    )
+    return dg.MaterializeResult(
+        asset_key=f"raw_{table}",
+        metadata={
+            "dagster/row_count": int(total[0]),
+            "current_files": int(total[1]),
+            "days_loaded": len(result.days),
+            "rows_loaded": result.rows,
+            "days": table_metadata(loaded, "Days loaded by this run: files, raw rows, and what changed"),
+        },
+    )
+
+
+def _stage(con, table: str, days: list[str] | None) -> dg.MaterializeResult:
+    result = stage_table(con, table, days=days)
+    total = con.execute(f"SELECT count(*) FROM {CONTRACTS[table].staged_table}").fetchone()[0]
+    quarantined = con.execute(
+        "SELECT count(*) FROM quarantine WHERE source_table = ? AND stage = 'contract'", [table]
+    ).fetchone()[0]
+    checks = staged_check_results(con, table, checked_days(con, table, days))
+    staged = pl.DataFrame(
+        result.days, schema={"partition_day": pl.String, "raw_rows": pl.Int64, "staged_rows": pl.Int64, "quarantined_rows": pl.Int64},
+        orient="row",
+    )
+    by_rule = pl.DataFrame(sorted(result.by_rule.items()), schema={"rule": pl.String, "rows": pl.Int64}, orient="row")
+    return dg.MaterializeResult(
+        asset_key=f"staged_{table}",
+        metadata={
+            "dagster/row_count": int(total),
+            "quarantined_rows": int(quarantined),
+            "days_staged": len(result.days),
+            "rows_released": result.released,
+            "rows_held_back": result.held_back,
+            "days": table_metadata(staged, "Days staged by this run, each with its own counts"),
+            "quarantined_by_rule": table_metadata(by_rule, "Quarantined rows of the staged days, by rule"),
+            "quarantine_preview": table_metadata(result.preview, "First quarantined rows of the staged days"),
+        },
+        check_results=checks,
+    )
+
+
 
 
 @dg.asset(group_name="landing", kinds={"duckdb", "python"}, pool="duckdb")

@@ -57,13 +57,15 @@ def staged_check_specs(table: str) -> list[dg.AssetCheckSpec]:
 
 def staged_check_results(con: duckdb.DuckDBPyConnection, table: str, days: list[str]) -> list[dg.AssetCheckResult]:
     """The results of :func:`staged_check_specs` for the landing days ``days``."""
-    return [_conservation(con, table, days)] + [_invariant(con, i, days) for i in INVARIANTS.get(table, ())]
+    asset = dg.AssetKey(CONTRACTS[table].staged_table)
+    return [_conservation(con, table, days, asset)] + [_invariant(con, i, days, asset) for i in INVARIANTS.get(table, ())]
 
 
-def _conservation(con: duckdb.DuckDBPyConnection, table: str, days: list[str]) -> dg.AssetCheckResult:
+def _conservation(con: duckdb.DuckDBPyConnection, table: str, days: list[str], asset: dg.AssetKey) -> dg.AssetCheckResult:
     sql = load_sql("count_table_conservation").format(staged=CONTRACTS[table].staged_table)
     broken = con.execute(sql, {"table": table, "days": days}).fetchall()
     return dg.AssetCheckResult(
+        asset_key=asset,
         check_name=CONSERVATION,
         passed=not broken,
         metadata={
@@ -75,9 +77,10 @@ def _conservation(con: duckdb.DuckDBPyConnection, table: str, days: list[str]) -
     )
 
 
-def _invariant(con: duckdb.DuckDBPyConnection, invariant: Invariant, days: list[str]) -> dg.AssetCheckResult:
+def _invariant(con: duckdb.DuckDBPyConnection, invariant: Invariant, days: list[str], asset: dg.AssetKey) -> dg.AssetCheckResult:
     rows = con.execute(load_sql(invariant.sql_name), {"days": days}).fetchall()
     return dg.AssetCheckResult(
+        asset_key=asset,
         check_name=invariant.name,
         passed=not rows,
         metadata={
