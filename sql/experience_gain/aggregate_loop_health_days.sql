@@ -1,8 +1,10 @@
--- The counts of loop health per organization and UTC day of the session start (seed note 002,
--- section 15), for the days on and after $from_at: sessions, sessions with an outcome,
--- verified sessions (an authoritative outcome), verified failures, and repeated failures
--- (verified failures whose previous verified session of the same user and task type also
--- failed). create_loop_health.sql sums them per week. The previous verified session of each
+-- The counts of loop health per organization, task type and UTC day of the session start (seed
+-- note 002, section 15), for the days on and after $from_at: sessions, sessions with an outcome,
+-- verified sessions (an authoritative outcome), verified successes and failures (the success of
+-- each session's latest authoritative outcome), and repeated failures (verified failures whose
+-- previous verified session of the same user and task type also failed).
+-- create_loop_health.sql sums them per organization and week; select_family_traffic.sql per
+-- family over the 28 days before a night. The previous verified session of each
 -- user's first session in those days is looked up before them (prior), so a day's counts are
 -- those of a build over every day.
 WITH scope AS (
@@ -50,10 +52,11 @@ WITH scope AS (
                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), p.previous_success) AS previous_success
     FROM sessions s LEFT JOIN prior p USING (org_id, user_id, task_type)
 )
-SELECT org_id, CAST(started_at AS DATE) AS day,
+SELECT org_id, task_type, CAST(started_at AS DATE) AS day,
        count(*) AS sessions,
        count(*) FILTER (WHERE has_outcome) AS sessions_with_outcome,
        count(*) FILTER (WHERE verified) AS verified_sessions,
+       count(*) FILTER (WHERE verified AND success) AS verified_successes,
        count(*) FILTER (WHERE verified AND NOT success) AS verified_failures,
        count(*) FILTER (WHERE verified AND NOT success AND NOT previous_success) AS repeated_failures
 FROM sequenced

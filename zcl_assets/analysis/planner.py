@@ -32,6 +32,7 @@ from zcl_assets.analysis.metrics import metric_spec
 from zcl_assets.analysis.registration import RegistrationPolicy, live_at, plan_registrations
 from zcl_assets.analysis.schema import FAMILY_OUTLOOK, OUTLOOK_DAYS
 from zcl_assets.stats.power import mde_reachable
+from zcl_assets.warehouse import has_table
 
 PLANNED_ID = "(planned)"
 """Experiment id of the request's registration (never landed, never stored)."""
@@ -118,9 +119,10 @@ def family_state(con: duckdb.DuckDBPyConnection | None, request: PlanRequest, po
 
 
 def family_states(con: duckdb.DuckDBPyConnection | None, requests: list[PlanRequest],
-                  policy: RegistrationPolicy) -> list[FamilyState]:
+                  policy: RegistrationPolicy, traffic: pl.DataFrame | None = None) -> list[FamilyState]:
     """The families of ``requests``, each query run once for all of them (a night's outlook asks
-    for every family at once)."""
+    for every family at once). ``traffic``: each request's traffic already known (a row per
+    request, ``experiment_id`` = ``"(planned) i"``); measured from the sessions when None."""
     empty_plans = pl.DataFrame(schema={"experiment_id": pl.String, "org_id": pl.String, "task_type": pl.String,
                                        "admitted": pl.Boolean, "alpha_slot": pl.Int64})
     if not requests or con is None or not _has_tables(con, "experiment_plans", "staged_sessions",
@@ -128,13 +130,7 @@ def family_states(con: duckdb.DuckDBPyConnection | None, requests: list[PlanRequ
         return [FamilyState(empty_plans, None, None, policy, {}) for _ in requests]
     plans = con.execute("SELECT experiment_id, org_id, task_type, admitted, alpha_slot, alpha_slots FROM experiment_plans").pl()
     events = con.execute(load_sql("select_experiment_events")).pl()
-    regs = _numbered(requests, list(range(len(requests))))
-    con.register("new_registrations", regs.select("experiment_id", "org_id", "task_type", "randomization_unit",
-                                                  "registered_at"))
-    try:
-        traffic = con.execute(load_sql("measure_family_traffic")).pl()
-    finally:
-        con.unregister("new_registrations")
+    traffic = traffic if traffic is not None else _measured_traffic(con, requests)
     ends = _expected_ends(con)
     live = live_at(events)
     out = []
@@ -148,6 +144,17 @@ def family_states(con: duckdb.DuckDBPyConnection | None, requests: list[PlanRequ
         known = {eid: end for eid, (org, task, end) in ends.items() if (org, task) == (request.org_id, request.task_type)}
         out.append(FamilyState(existing.drop("alpha_slots"), events, seen, own, known, live))
     return out
+
+
+def _measured_traffic(con: duckdb.DuckDBPyConnection, requests: list[PlanRequest]) -> pl.DataFrame:
+    """What each request's family showed before it would register (``sql/measure_family_traffic.sql``)."""
+    regs = _numbered(requests, list(range(len(requests))))
+    con.register("new_registrations", regs.select("experiment_id", "org_id", "task_type", "randomization_unit",
+                                                  "registered_at"))
+    try:
+        return con.execute(load_sql("measure_family_traffic")).pl()
+    finally:
+        con.unregister("new_registrations")
 
 
 def _has_tables(con: duckdb.DuckDBPyConnection, *names: str) -> bool:
@@ -242,7 +249,8 @@ def family_outlook(con: duckdb.DuckDBPyConnection, as_of: dt.date, policy: Regis
     """What each family with sessions in the 28 days before the end of ``as_of`` could detect now.
 
     For every organization and task type: the traffic, verified share and success rate of those
-    28 days (``sql/measure_family_traffic.sql``, as a registration sees them), and what a
+    28 days (``sql/select_family_traffic.sql``: the figures ``sql/measure_family_traffic.sql``
+    gives a registration at the night's end, summed from loop health's daily counts), and what a
     one-treatment, session-randomized experiment on ``success`` registered at the end of the
     night would get: its slot (or the day the next one frees), the level and R it would be
     planned at, its control units within each horizon of ``OUTLOOK_DAYS`` at its share of the
@@ -253,9 +261,14 @@ def family_outlook(con: duckdb.DuckDBPyConnection, as_of: dt.date, policy: Regis
         One row per family, in the columns of ``schema.FAMILY_OUTLOOK``.
     """
     end = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), tzinfo=dt.timezone.utc)
+    if not _has_tables(con, "experiment_plans") or not has_table(con, "internal.loop_health_days"):
+        return pl.DataFrame(schema=FAMILY_OUTLOOK.polars)
+    seen = con.execute(load_sql("select_family_traffic"), {"end": end}).pl()
     requests = [PlanRequest(org_id=org, task_type=task, metric="success", baseline_mean=0.5, mde=0.1, at=end)
-                for org, task in con.execute(load_sql("select_recent_families"), {"end": end}).fetchall()]
-    families = family_states(con, requests, policy)
+                for org, task in seen.select("org_id", "task_type").iter_rows()]
+    traffic = seen.drop("org_id", "task_type").with_columns(
+        pl.format("{} {}", pl.lit(PLANNED_ID), pl.int_range(pl.len())).alias("experiment_id"))
+    families = family_states(con, requests, policy, traffic)
     # a slot, level and R do not depend on the baseline or the MDE: one plan per family at a placeholder
     rows = [_outlook(r, f, plan) | {"as_of": as_of} for r, f, plan in zip(requests, families, plans_at(requests, families))]
     return pl.DataFrame(rows, schema=FAMILY_OUTLOOK.polars, orient="row") if rows else pl.DataFrame(

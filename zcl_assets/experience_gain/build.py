@@ -166,11 +166,13 @@ def build_loop_health(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     (a session's start, or the start of a session whose verification records changed), the
     weeks summed again from them.
     """
-    con.execute(load_sql("experience_gain/create_loop_health_days"))
     changes, fingerprint = _loop_health_changes(con)
     if changelog.has_changes(con, changes):
         from_day = FIRST_DAY if changes.full else _first_changed_day(con, changes.relation)
         with transaction(con):
+            if changes.full:  # the first build, or new code: the daily counts in the shape it declares
+                con.execute("DROP TABLE IF EXISTS internal.loop_health_days")
+                con.execute(load_sql("experience_gain/create_loop_health_days"))
             if from_day is not None:
                 from_at = dt.datetime.combine(from_day, dt.time(), tzinfo=dt.timezone.utc)
                 con.execute("DELETE FROM internal.loop_health_days WHERE day >= $day", {"day": from_day})

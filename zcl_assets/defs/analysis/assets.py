@@ -258,7 +258,8 @@ def knowledge_records(context: dg.AssetExecutionContext, warehouse: Warehouse) -
     )
 
 
-@dg.asset(deps=[experiment_analysis], group_name="analysis", kinds={"duckdb", "scipy"}, pool="duckdb")
+@dg.asset(deps=[experiment_analysis, dg.AssetKey("loop_health")], group_name="analysis", kinds={"duckdb", "scipy"},
+          pool="duckdb")
 def family_outlook(context: dg.AssetExecutionContext, config: PlanConfig, warehouse: Warehouse) -> dg.MaterializeResult:
     """What each organization and task type could detect if it registered tonight (`zcl plan`'s figures for
     every family): its traffic, verified share and success rate over the 28 days before the night, whether a
