@@ -13,8 +13,8 @@ def test_a_broken_row_conservation_stops_the_night_before_the_experience(tmp_pat
     build_world().write(landing)
     kept = checks._conservation
 
-    def broken_for_outcomes(con, table, days):
-        result = kept(con, table, days)
+    def broken_for_outcomes(con, table, days, asset):
+        result = kept(con, table, days, asset)
         return result._replace(passed=False) if table == "outcomes" else result
 
     monkeypatch.setattr(checks, "_conservation", broken_for_outcomes)
