@@ -32,7 +32,8 @@ SELECT a.experiment_id, e.org_id, e.task_type, e.randomization_unit, a.session_i
        a.arm = e.control_arm AS is_control, a.assigned_at, s.context_digest,
        coalesce(v.authoritative_outcomes, 0) > 0 AS verified, v.evaluator_kind, v.evaluator_id, v.evaluator_version,
        v.recorded_at, CAST(v.success AS DOUBLE) AS success, v.time_minutes, v.tokens, v.score,
-       coalesce(v.outcomes, 0) AS outcomes, coalesce(v.authoritative_outcomes, 0) AS authoritative_outcomes
+       coalesce(v.outcomes, 0) AS outcomes, coalesce(v.authoritative_outcomes, 0) AS authoritative_outcomes,
+       s.model, s.budget
 FROM scope_assignments a
 JOIN staged_experiments e USING (experiment_id)
 JOIN staged_sessions s USING (session_id)

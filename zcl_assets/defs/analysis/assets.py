@@ -9,7 +9,7 @@ from contracts.evaluation import load_evaluation_contracts
 from resources import ComputeEngine, Warehouse
 from sql import load_sql
 from zcl_assets.analysis.breakdowns import segment_breakdowns as breakdowns_of
-from zcl_assets.analysis.breakdowns import segment_counts
+from zcl_assets.analysis.breakdowns import segment_counts, update_segment_days
 from zcl_assets.analysis.knowledge import GATE_VERSION, cited_looks, promote
 from zcl_assets.analysis.look import nights_to_write, take_looks
 from zcl_assets.analysis.planner import family_outlook as outlook_of_families
@@ -294,6 +294,7 @@ def segment_breakdowns(context: dg.AssetExecutionContext, warehouse: Warehouse) 
     with warehouse.connect() as con:
         SEGMENT_BREAKDOWNS.ensure(con)
         night = dt.date.fromisoformat(as_of) if as_of else None
+        update_segment_days(con)
         rows = breakdowns_of(segment_counts(con, night), night) if night else pl.DataFrame(schema=SEGMENT_BREAKDOWNS.polars)
         with transaction(con, breakdown_batch=rows):
             con.execute("DELETE FROM segment_breakdowns")
