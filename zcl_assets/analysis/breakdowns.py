@@ -22,8 +22,6 @@ import polars as pl
 from sql import load_sql
 from zcl_assets.analysis.metrics import metric_spec
 from zcl_assets.analysis.schema import SEGMENT_BREAKDOWNS
-from zcl_assets.ingest import changelog
-from zcl_assets.ingest.versions import code_fingerprint
 from zcl_assets.stats.binary import miettinen_nurminen
 from zcl_assets.warehouse import has_table, transaction
 
@@ -31,40 +29,12 @@ LABEL = "exploratory"
 METHOD = "Miettinen-Nurminen score; Benjamini-Hochberg across the segments of the comparison and dimension"
 
 
-def update_segment_days(con: duckdb.DuckDBPyConnection) -> None:
-    """Bring the daily counts of the breakdowns (``internal.segment_days``) up to date with the
-    experience: the experiments and assignment days its changes since the last count touch
-    (every day of an experiment rebuilt whole), all of them the first time or under new code."""
-    fingerprint = code_fingerprint(*(load_sql(n) for n in _SEGMENT_DAYS_SQL))
-    built = has_table(con, "internal.segment_days")
-    changes = changelog.changes_since(con, "segment_breakdowns", fingerprint if built else "")
-    if not changelog.has_changes(con, changes):
-        return
-    scope = ("SELECT experiment_id, CAST(NULL AS DATE) AS day FROM experience GROUP BY ALL" if changes.full else
-             f"SELECT DISTINCT experiment_id, day FROM {changes.relation} WHERE experiment_id IS NOT NULL")
-    with transaction(con):
-        if changes.full:
-            con.execute("DROP TABLE IF EXISTS internal.segment_days")
-            con.execute(load_sql("create_segment_days"))
-        con.execute(f"CREATE OR REPLACE TEMP TABLE segment_scope AS {scope}" if has_table(con, "main.experience") else
-                    "CREATE OR REPLACE TEMP TABLE segment_scope (experiment_id VARCHAR, day DATE)")
-        first = con.execute("SELECT CASE WHEN count(*) FILTER (WHERE day IS NULL) > 0 THEN NULL ELSE min(day) END "
-                            "FROM segment_scope").fetchone()[0] or dt.date(1, 1, 1)
-        con.execute("DELETE FROM internal.segment_days t USING segment_scope s WHERE t.experiment_id = s.experiment_id "
-                    "AND (s.day IS NULL OR t.day = s.day)")
-        con.execute("DELETE FROM internal.segment_days WHERE experiment_id NOT IN (SELECT experiment_id FROM staged_experiments)")
-        if has_table(con, "main.experience"):
-            con.execute(f"INSERT INTO internal.segment_days BY NAME {load_sql('aggregate_segment_days')}",
-                        {"from_at": dt.datetime.combine(first, dt.time(), tzinfo=dt.timezone.utc)})
-        changelog.advance(con, "segment_breakdowns", fingerprint, changes)
-
-
-_SEGMENT_DAYS_SQL = ("create_segment_days", "aggregate_segment_days")
-
-
 def segment_counts(con: duckdb.DuckDBPyConnection, as_of: dt.date) -> pl.DataFrame:
     """Sessions and successes per experiment, arm, dimension and segment, as of the end of ``as_of``
-    (from the daily counts :func:`update_segment_days` keeps)."""
+    (from the experience's daily counts, ``zcl_assets.experience.days``)."""
+    if not has_table(con, "internal.experience_days"):
+        return pl.DataFrame(schema={"experiment_id": pl.String, "arm": pl.String, "is_control": pl.Boolean,
+                                    "dimension": pl.String, "segment": pl.String, "sessions": pl.Int64, "successes": pl.Int64})
     primary = con.execute("SELECT experiment_id, primary_metric FROM staged_experiments").fetchall()
     chosen = pl.DataFrame({"experiment_id": [e for e, m in primary if metric_spec(m).binary]}, schema={"experiment_id": pl.String})
     end = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), tzinfo=dt.timezone.utc)
@@ -111,4 +81,4 @@ def segment_breakdowns(counts: pl.DataFrame, as_of: dt.date) -> pl.DataFrame:
         .select(list(SEGMENT_BREAKDOWNS.polars)).cast(SEGMENT_BREAKDOWNS.polars)
 
 
-__all__ = ["LABEL", "METHOD", "segment_breakdowns", "segment_counts", "update_segment_days"]
+__all__ = ["LABEL", "METHOD", "segment_breakdowns", "segment_counts"]

@@ -105,12 +105,13 @@ def idle_assets(warehouse: DuckDBWarehouse) -> set[dg.AssetKey]:
     consumer has nothing to read (its own build asks the same question) and that read no asset
     that will run. Empty when the warehouse cannot be read (then everything runs)."""
     from zcl_assets.experience.build import experience_pending, verification_records_pending
+    from zcl_assets.experience.days import experience_days_pending
     from zcl_assets.experience_gain.build import loop_health_pending
 
     contracts = load_evaluation_contracts()
     pending = {  # consumer: (its asset keys, whether its build would change anything), in build order
         "verification_records": (["verification_records"], lambda con: verification_records_pending(con, contracts)),
-        "experience": (["experience"], lambda con: experience_pending(con, contracts)),
+        "experience": (["experience"], lambda con: experience_pending(con, contracts) or experience_days_pending(con)),
         "loop_health": (["loop_health"], loop_health_pending),
     }  # not Experience Gain: its claims follow tonight's decisions, so it runs with every look
     if not Path(warehouse.path).exists():

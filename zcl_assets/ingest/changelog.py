@@ -30,7 +30,7 @@ CONSUMERS: dict[str, tuple[str, ...]] = {
                    "staged_outcomes", "staged_arm_snapshots", "experience"),
     "loop_health": ("staged_sessions", "verification_records"),
     "experience_gain": ("staged_experiments", "experience"),
-    "segment_breakdowns": ("experience",),
+    "experience_days": ("experience",),
     "funnel": ("staged_admission_events",),
     "exploration_share": ("staged_sessions",),
 }

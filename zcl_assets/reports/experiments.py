@@ -469,7 +469,7 @@ def _uncounted_outcomes(con: duckdb.DuckDBPyConnection, latest: pl.DataFrame) ->
 def _assigned_units(con: duckdb.DuckDBPyConnection, latest: pl.DataFrame) -> pl.DataFrame:
     """Units, sessions and verified sessions per experiment and arm as of each experiment's look."""
     frames = []
-    if "experience" in _tables(con):
+    if {"experience_days", "look_assigned_days", "look_first_assignments"} <= _tables(con):
         for day in latest.get_column("as_of").unique().to_list():
             ids = latest.filter(pl.col("as_of") == day).get_column("experiment_id").unique().to_list()
             counts = con.execute(load_sql("reports/count_experiment_sessions"), {"as_of_end": look_end(day.isoformat())}).pl()

@@ -9,7 +9,7 @@ from contracts.evaluation import load_evaluation_contracts
 from resources import ComputeEngine, Warehouse
 from sql import load_sql
 from zcl_assets.analysis.breakdowns import segment_breakdowns as breakdowns_of
-from zcl_assets.analysis.breakdowns import segment_counts, update_segment_days
+from zcl_assets.analysis.breakdowns import segment_counts
 from zcl_assets.analysis.knowledge import GATE_VERSION, cited_looks, promote
 from zcl_assets.analysis.look import nights_to_write, take_looks
 from zcl_assets.analysis.planner import family_outlook as outlook_of_families
@@ -30,6 +30,7 @@ from zcl_assets.analysis.schema import (
 )
 from zcl_assets.defs.analysis import checks
 from zcl_assets.experience.build import build_experience, build_verification_records
+from zcl_assets.experience.days import update_experience_days
 from zcl_assets.ingest import changelog
 from zcl_assets.reports.markdown import markdown_table
 from zcl_assets.warehouse import transaction
@@ -88,6 +89,7 @@ def experience(context: dg.AssetExecutionContext, warehouse: Warehouse, engine: 
     sessions and units its changes touch."""
     with warehouse.connect() as con:
         rebuilt = build_experience(con, load_evaluation_contracts(), engine.open(warehouse))
+        update_experience_days(con)
         excluded = con.execute(
             "SELECT rule, count(*) AS rows FROM quarantine WHERE stage = 'experience' GROUP BY ALL ORDER BY ALL"
         ).pl()
@@ -294,7 +296,6 @@ def segment_breakdowns(context: dg.AssetExecutionContext, warehouse: Warehouse) 
     with warehouse.connect() as con:
         SEGMENT_BREAKDOWNS.ensure(con)
         night = dt.date.fromisoformat(as_of) if as_of else None
-        update_segment_days(con)
         rows = breakdowns_of(segment_counts(con, night), night) if night else pl.DataFrame(schema=SEGMENT_BREAKDOWNS.polars)
         with transaction(con, breakdown_batch=rows):
             con.execute("DELETE FROM segment_breakdowns")
