@@ -137,9 +137,11 @@ def experiment_plans(context: dg.AssetExecutionContext, config: PlanConfig, ware
         ).pl()
         events = con.execute(load_sql("select_experiment_events")).pl()
         new = registrations.filter(~pl.col("experiment_id").is_in(existing.get_column("experiment_id").to_list()))
-        with transaction(con, new_registrations=new.select("experiment_id", "org_id", "task_type", "randomization_unit",
-                                                            "registered_at")):
-            traffic = con.execute(load_sql("measure_family_traffic")).pl()
+        traffic = None  # measured for new registrations only: a night without one reads no session
+        if new.height:
+            with transaction(con, new_registrations=new.select("experiment_id", "org_id", "task_type", "randomization_unit",
+                                                                "registered_at")):
+                traffic = con.execute(load_sql("measure_family_traffic")).pl()
         exported = con.execute("SELECT DISTINCT experiment_id FROM staged_arm_snapshots").pl()
         plans = plan_registrations(new, existing, events, traffic, policy, aggregate_exports=exported)
         lineage = con.execute(load_sql("select_registration_lineage")).pl()
