@@ -7,8 +7,6 @@ catalog lists exactly the days with data, each with its materializations, failur
 staleness. A range of days runs as one step (``BackfillPolicy.single_run``).
 """
 
-import datetime as dt
-
 import dagster as dg
 
 landing_days = dg.DynamicPartitionsDefinition(name="landing_day")
@@ -16,25 +14,24 @@ single_run = dg.BackfillPolicy.single_run()
 
 
 def run_days(context) -> list[str] | None:
-    """The landing days a run asks for: every calendar day of its partition range (the days
-    without data are no partitions, and every reader of this list intersects it with the days
-    that landed); None for a run without partitions (every changed day, as a first load or a
-    run launched by hand without a range).
+    """The landing days a run asks for (its partitions); None for a run without partitions (every
+    changed day, as a first load or a run launched by hand without a range).
 
-    The range's ends are read, not ``context.partition_keys``, which asks the instance about
-    each key of the range, one query a day in every step.
+    The keys of the range are read in one query of the instance's keys, in their order (the order
+    days were added, not the calendar's), not from ``context.partition_keys``, which asks the
+    instance about each key of the range, one query a day.
     """
     if not (context.has_partition_key_range or context.has_partition_key):
         return None
     keys = context.partition_key_range
-    return calendar_days(keys.start, keys.end)
+    return keys_between(context.instance.get_dynamic_partitions(landing_days.name), keys.start, keys.end)
 
 
-def calendar_days(start: str, end: str) -> list[str]:
-    """Every day from ``start`` to ``end``, both included, as ``YYYY-MM-DD``.
+def keys_between(order: list[str], start: str, end: str) -> list[str]:
+    """The keys of ``order`` from ``start`` to ``end``, both included, in that order.
 
-    >>> calendar_days("2026-02-27", "2026-03-02")
-    ['2026-02-27', '2026-02-28', '2026-03-01', '2026-03-02']
+    >>> keys_between(["2026-01-02", "2026-01-05", "2026-01-01", "2026-01-03"], "2026-01-05", "2026-01-01")
+    ['2026-01-05', '2026-01-01']
     """
-    first, last = dt.date.fromisoformat(start), dt.date.fromisoformat(end)
-    return [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
+    first, last = order.index(start), order.index(end)
+    return order[first:last + 1]
