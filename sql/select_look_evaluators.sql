@@ -9,14 +9,16 @@
 -- of assignment and recording) to the day before the next outcome of the session is recorded;
 -- a session with one authoritative outcome keeps it from then on. So each evaluator is cited
 -- from the first day one of its outcomes enters, and an outcome replaced later only up to the
--- day before: a few day ranges per evaluator, whatever the number of sessions.
+-- day before: a few day ranges per evaluator, whatever the number of sessions. The sessions with
+-- one authoritative outcome are read from the experience's daily counts (internal.experience_days),
+-- the few with several from the experience and their verification records.
 WITH experiments AS (
     SELECT DISTINCT experiment_id FROM cited_looks
 ), ranges AS (
     SELECT experiment_id, evaluator_id, evaluator_version, evaluator_kind,
-           CAST(greatest(assigned_at, recorded_at) AS DATE) AS from_day, CAST(NULL AS DATE) AS to_day
-    FROM experience SEMI JOIN experiments USING (experiment_id)
-    WHERE authoritative_outcomes = 1
+           greatest(day, verified_day) AS from_day, CAST(NULL AS DATE) AS to_day
+    FROM internal.experience_days SEMI JOIN experiments USING (experiment_id)
+    WHERE single_outcome
     UNION ALL
     SELECT experiment_id, evaluator_id, evaluator_version, evaluator_kind,
            CAST(greatest(assigned_at, recorded_at) AS DATE) AS from_day, CAST(replaced_at AS DATE) - 1 AS to_day
