@@ -358,7 +358,8 @@ def _more(rows: int, columns: int, view: ExperimentView) -> str:
 def plot_all(views: Sequence[ExperimentView], cache_dir: str | os.PathLike[str] | None = None) -> dict[str, tuple[bytes, bytes]]:
     """Forest plot and look history of every view (a few milliseconds each), read back from
     ``cache_dir`` where the same view was drawn before (:func:`zcl_assets.reports.plots.plots`)."""
-    from zcl_assets.reports.plots import plots
+    from zcl_assets.reports.plots import PlotCache, plots
 
-    return {v.experiment_id: plots(v, cache_dir) for v in views}
+    cache = PlotCache(cache_dir) if cache_dir is not None else None
+    return {v.experiment_id: plots(v, cache) for v in views}
 

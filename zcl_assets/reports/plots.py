@@ -337,19 +337,47 @@ def whole_svg(data: bytes) -> bool:
     return data.startswith(b"<svg ") and data.endswith(b"</svg>")
 
 
-def plots(view: ExperimentView, cache_dir: str | os.PathLike[str] | None = None) -> tuple[bytes, bytes]:
+class PlotCache:
+    """A folder of kept plot pairs (one pair per experiment), listed once when first asked:
+    a night that draws a thousand experiments lists the folder once, not once per experiment."""
+
+    def __init__(self, folder: str | os.PathLike[str]):
+        self.folder = Path(folder)
+        self._kept: dict[str, list[Path]] | None = None
+
+    def kept(self, experiment: str) -> list[Path]:
+        """The files kept for the experiment named ``experiment`` (:func:`_cache_name`)."""
+        if self._kept is None:
+            self._kept = {}
+            try:
+                names = [e.name for e in os.scandir(self.folder)]
+            except OSError:  # no folder yet
+                names = []
+            for name in names:
+                if name.endswith((".svg", ".png")):
+                    self._kept.setdefault(name.split(".")[0], []).append(self.folder / name)
+        return self._kept.get(experiment, [])
+
+    def replace(self, experiment: str, pair: list[Path]) -> None:
+        """Record that ``pair`` is now the experiment's only kept files."""
+        self.kept(experiment)
+        self._kept[experiment] = pair
+
+
+def plots(view: ExperimentView, cache: PlotCache | str | os.PathLike[str] | None = None) -> tuple[bytes, bytes]:
     """``(forest_plot(view), look_history(view))`` as SVG bytes.
 
-    With ``cache_dir``, a pair drawn before from a view with the same :func:`view_fingerprint`
-    is read back from ``<cache_dir>/<experiment name>.<fingerprint>.forest.svg`` (and
-    ``.history.svg``) instead of being drawn again, so an experiment with no new data keeps its
+    With ``cache`` (a :class:`PlotCache`, or its folder), a pair drawn before from a view with the
+    same :func:`view_fingerprint` is read back from ``<folder>/<experiment name>.<fingerprint>.forest.svg``
+    (and ``.history.svg``) instead of being drawn again, so an experiment with no new data keeps its
     plots; a newly drawn pair replaces the experiment's earlier pair there, so the folder holds
     one pair per experiment. A kept file that is not a whole SVG is drawn again; a folder that
     cannot be written to only means nothing is kept.
     """
-    if cache_dir is None:
+    if cache is None:
         return forest_plot(view), look_history(view)
-    folder = Path(cache_dir)
+    cache = cache if isinstance(cache, PlotCache) else PlotCache(cache)
+    folder = cache.folder
     experiment = _cache_name(view.experiment_id)
     stem = f"{experiment}.{view_fingerprint(view)[:32]}"
     forest, history = folder / f"{stem}.forest.svg", folder / f"{stem}.history.svg"
@@ -362,13 +390,14 @@ def plots(view: ExperimentView, cache_dir: str | os.PathLike[str] | None = None)
     drawn = forest_plot(view), look_history(view)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        for old in [*folder.glob(f"{experiment}.*.svg"), *folder.glob(f"{experiment}.*.png")]:
+        for old in cache.kept(experiment):
             if old.name.split(".")[-3] != stem.rsplit(".", 1)[1]:
                 old.unlink(missing_ok=True)
         for path, data in ((forest, drawn[0]), (history, drawn[1])):
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
             tmp.write_bytes(data)
             os.replace(tmp, path)  # a reader never sees half a file
+        cache.replace(experiment, [forest, history])
     except OSError:  # a folder the reader may not write to: the plots are drawn, only not kept
         pass
     return drawn

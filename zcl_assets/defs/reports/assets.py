@@ -22,6 +22,7 @@ from zcl_assets.reports.experiments import ATTENTION_ORDER, ExperimentView, load
 from zcl_assets.reports.html import render_html
 from zcl_assets.reports.index import IndexRow, attention_markdown, failed_row, index_markdown, index_row
 from zcl_assets.reports.planning import load_outlook, outlook_markdown
+from zcl_assets.reports.plots import PlotCache
 from zcl_assets.reports.plots import plots as view_plots
 
 experiment_partitions = dg.DynamicPartitionsDefinition(name="experiment")
@@ -44,7 +45,7 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def draw_page(view: ExperimentView, cache: Path) -> tuple[dict, tuple[bytes, bytes] | None, IndexRow, str | None]:
+def draw_page(view: ExperimentView, cache: PlotCache) -> tuple[dict, tuple[bytes, bytes] | None, IndexRow, str | None]:
     """One experiment's page metadata, plots and index row; a failure of any of them is caught and
     returned as the error, with a page and a row that say so (one experiment never fails the night)."""
     try:
@@ -83,8 +84,9 @@ def analysis_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     if new:
         context.instance.add_dynamic_partitions(experiment_partitions.name, new)
     plots, rows, failures = {}, [], {}
+    cache = PlotCache(plot_cache(warehouse))
     for view in views:  # a view unchanged since it was last drawn (a night run again) reuses its plots
-        metadata, drawn, row, error = draw_page(view, plot_cache(warehouse))
+        metadata, drawn, row, error = draw_page(view, cache)
         if drawn is not None:
             plots[view.experiment_id] = drawn
         if error is not None:
