@@ -7,13 +7,26 @@
 -- days (look_state.py; a malformed record has none).
 WITH q AS (
     SELECT * FROM quarantined_keys WHERE partition_day IS NOT NULL
+), dirty_sessions AS (
+    -- the sessions of the dirty experiments (none on most nights)
+    SELECT session_id, experiment_id FROM staged_sessions
+    WHERE experiment_id IN (SELECT experiment_id FROM dirty_experiments)
 ), rows_of AS (
+    -- each branch reads the rows of the dirty days, or of the dirty experiments on other days,
+    -- never a whole table joined before it is filtered
     SELECT experiment_id, partition_day AS day, 0 AS bad FROM staged_assignments
-    WHERE partition_day IN (SELECT day FROM dirty_days) OR experiment_id IN (SELECT experiment_id FROM dirty_experiments)
+    WHERE partition_day IN (SELECT day FROM dirty_days)
     UNION ALL
-    SELECT s.experiment_id, o.partition_day, 0 FROM staged_outcomes o JOIN staged_sessions s USING (session_id)
+    SELECT experiment_id, partition_day, 0 FROM staged_assignments
+    WHERE experiment_id IN (SELECT experiment_id FROM dirty_experiments) AND partition_day NOT IN (SELECT day FROM dirty_days)
+    UNION ALL
+    SELECT s.experiment_id, o.partition_day, 0
+    FROM (SELECT session_id, partition_day FROM staged_outcomes WHERE partition_day IN (SELECT day FROM dirty_days)) o
+    JOIN staged_sessions s USING (session_id)
     WHERE s.experiment_id IS NOT NULL
-      AND (o.partition_day IN (SELECT day FROM dirty_days) OR s.experiment_id IN (SELECT experiment_id FROM dirty_experiments))
+    UNION ALL
+    SELECT s.experiment_id, o.partition_day, 0 FROM staged_outcomes o JOIN dirty_sessions s USING (session_id)
+    WHERE o.partition_day NOT IN (SELECT day FROM dirty_days)
     UNION ALL
     SELECT experiment_id, partition_day, 1 FROM q
     WHERE source_table = 'assignments' AND stage IN ('contract', 'experience')
