@@ -17,7 +17,15 @@ process so that its peak memory is its own:
   hand-written DuckDB script) over the new day's files alone and over every day;
 - ``quiet``: one more night, as of the day after, with nothing newly landed;
 - ``start-up``: importing the code location (Dagster itself, then the rest) and building
-  its definitions, measured once.
+  its definitions, measured once;
+- ``Dagster floor``: what Dagster alone costs a night of the same shape, in a fresh process
+  on the same kind of instance (the project's ``dagster.yaml``): importing Dagster, opening
+  the instance and one run of as many no-op asset steps as the night ran (the landing ones
+  partitioned by day, all in the ``duckdb`` pool), each recording a materialization; measured
+  for the night and for the quiet night;
+- ``new-day floor``: ``FLOOR_SQL`` over the new day's files alone, the least a script must
+  do to keep the tables of DESIGN section 5 for that day. The night's floor is the sum of the
+  two: no Dagster pipeline that keeps those tables can take less.
 
 Every figure is wall seconds from the child's start (imports included) and its peak
 resident memory. The targets (issue "Nights that cost what landed"), checked at every size:
@@ -111,7 +119,44 @@ def _night(landing: Path, warehouse: Path, home: Path, as_of: str) -> dict:
         steps = [(s.step_key, s.end_time - s.start_time) for r in results for s in instance.get_run_step_stats(r.run_id)
                  if s.end_time and s.start_time]
     return {"checks": len(checks), "failed_checks": sorted(c.check_name for c in checks if not c.passed),
-            "steps": sorted(steps, key=lambda s: -s[1])[:6]}
+            "steps": sorted(steps, key=lambda s: -s[1])[:6], "step_count": len(steps)}
+
+
+def _dagster_floor(home: Path, steps: int) -> dict:
+    """One run of ``steps`` no-op asset steps shaped like a night, on the instance at ``home``
+    (created by a first run that is not measured): the seconds of importing Dagster, opening
+    the instance and the measured run (``floor``)."""
+    t0 = time.perf_counter()
+    os.environ["DAGSTER_HOME"] = str(home)
+    import dagster as dg
+
+    imported = time.perf_counter() - t0
+
+    days = dg.DynamicPartitionsDefinition(name="landing_day")
+    policy = dg.BackfillPolicy.single_run()
+
+    def step(i: int, upstream: list) -> dg.AssetsDefinition:
+        partitioned = i < 2  # the ingest steps are partitioned by day, like the night's
+        @dg.asset(name=f"step_{i}", deps=upstream, pool="duckdb", partitions_def=days if partitioned else None,
+                  backfill_policy=policy if partitioned else None)
+        def noop():
+            return dg.MaterializeResult(metadata={"rows": 0})
+        return noop
+
+    assets: list[dg.AssetsDefinition] = []
+    for i in range(steps):
+        assets.append(step(i, [assets[-1].key] if assets else []))
+    job = dg.Definitions(assets=assets, jobs=[dg.define_asset_job("night", selection="*")]).resolve_job_def("night")
+    tags = {"dagster/asset_partition_range_start": "2026-01-01", "dagster/asset_partition_range_end": "2026-01-01"}
+    t1 = time.perf_counter()
+    with dg.DagsterInstance.get() as instance:
+        opened = time.perf_counter() - t1
+        instance.add_dynamic_partitions("landing_day", ["2026-01-01"])
+        job.execute_in_process(instance=instance, tags=tags)  # the instance's first run creates its storage
+        start = time.perf_counter()
+        job.execute_in_process(instance=instance, tags=tags)
+        run = time.perf_counter() - start
+    return {"floor": imported + opened + run, "run": run}
 
 
 def run_mode(args: argparse.Namespace) -> None:
@@ -127,6 +172,8 @@ def run_mode(args: argparse.Namespace) -> None:
         _script(FLOOR_SQL, args.landing, args.warehouse)
     elif args.mode == "startup":
         extra = _startup()
+    elif args.mode == "dagster-floor":
+        extra = _dagster_floor(args.home, args.steps)
     else:  # night
         extra = _night(args.landing, args.warehouse, args.home, args.as_of)
     print(json.dumps({"seconds": time.perf_counter() - start, "peak_mib": _peak_mib(), **extra}))
@@ -172,8 +219,17 @@ def measure(history: History, root: Path) -> dict[str, dict]:
         (root / "pass.duckdb").unlink()
     figures["night"] = _child("night", landing=landing, warehouse=warehouse, home=home, as_of=_day(history.days))
     figures["quiet"] = _child("night", landing=landing, warehouse=warehouse, home=home, as_of=_day(history.days + 1))
+    figures["new-day floor"] = _child("floor", landing=new_day, warehouse=root / "floor.duckdb")
+    (root / "floor.duckdb").unlink()
+    for mode in ("night", "quiet"):
+        floor_home = root / f"floor_home_{mode}"
+        floor_home.mkdir()
+        shutil.copy(PROJECT / "dagster_home" / "dagster.yaml", floor_home / "dagster.yaml")
+        floor = _child("dagster-floor", home=floor_home, steps=figures[mode]["step_count"])
+        figures[f"Dagster floor, {mode}"] = {**floor, "seconds": floor["floor"]}
     for mode, f in figures.items():
         checks = f"   checks {f['checks'] - len(f['failed_checks'])}/{f['checks']} passed" if "checks" in f else ""
+        checks += f"   {f['step_count']} steps" if "step_count" in f else ""
         failed = f" (failed: {', '.join(f['failed_checks'])})" if f.get("failed_checks") else ""
         print(f"  {mode:>13}: {f['seconds']:8.1f} s   peak {f['peak_mib']:7,.0f} MiB{checks}{failed}", flush=True)
     for mode in ("backfill", "night", "quiet"):
@@ -205,6 +261,11 @@ def night_targets(results: dict[int, dict[str, dict]], many: bool) -> list[tuple
             _target(rows, "backfill <= 1.5 x floor + 10 s", size, backfill["seconds"], 1.5 * f["floor"]["seconds"] + 10)
             _target(rows, "backfill peak < 4 GiB", size, backfill["peak_mib"], MIB_LIMIT_BACKFILL, "MiB")
         _target(rows, "quiet night < 5 s", size, quiet["seconds"], QUIET_LIMIT_S)
+        if not many:
+            floor = f["Dagster floor, night"]["seconds"] + f["new-day floor"]["seconds"]
+            rows.append(("  (floor of the night: Dagster's + the new day's tables)", _label(size), f"{floor:.1f} s", "", ""))
+        rows.append(("  (floor of the quiet night: Dagster's)", _label(size), f"{f['Dagster floor, quiet']['seconds']:.1f} s",
+                     "", ""))
     if len(results) > 1 and not many:
         small, large = min(results), max(results)
         ratio = results[large]["night"]["seconds"] / results[small]["night"]["seconds"]
@@ -241,7 +302,7 @@ def main() -> None:
         parser.add_argument(f"--{hidden}", help=argparse.SUPPRESS)
     for hidden in ("landing", "warehouse", "home"):
         parser.add_argument(f"--{hidden}", type=Path, help=argparse.SUPPRESS)
-    for hidden in ("sessions", "seed", "first-day", "first-session"):
+    for hidden in ("sessions", "seed", "first-day", "first-session", "steps"):
         parser.add_argument(f"--{hidden}", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mode:
