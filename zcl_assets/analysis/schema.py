@@ -223,7 +223,10 @@ EXPERIMENT_PLANS = TableSchema("experiment_plans", (
     _c("cuped", B, "the look adjusts for each unit's pre-experiment verified mean (CUPED): asked for and the family has history"),
     _c("covariate_window_days", INT, "days before the first assignment whose verified sessions give a unit's covariate"),
     _c("cuped_r2", F, "rho^2: share of the unit value's variance the covariate explained in the family's history "
-                      "(recorded; the planned sample does not count on it yet)"),
+                      "(success primaries; null: not measured)"),
+    _c("cuped_planned_r2", F, "the variance reduction the planned sample counts on: a lower 90% confidence bound of "
+                              "cuped_r2 (Olkin and Finn 1995); 0 where CUPED does not apply"),
+    _c("cuped_basis", S, "what the plan counts on from CUPED and why, in words"),
     _c("verified_share", F, "expected verified share v"),
     _c("n_guardrails", INT, "guardrails sharing the type II error"),
     _c("reachable", B, "the plan is reachable"),
