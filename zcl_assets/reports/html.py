@@ -23,6 +23,7 @@ from zcl_assets.reports.formatting import (
     arm_figure,
     comparison_label,
     count,
+    cuped_sentence,
     days_left_text,
     direction_words,
     figure_label,
@@ -336,7 +337,8 @@ def _comparisons_table(view: ExperimentView) -> str:
             f"<tr><td class=l>{_e(metric)}<br><span class=muted>{_e(role)}; {_e(direction_words(view.direction_of(metric)))}</span></td>"
             f"<td class=l>{_e(comparison_label(view, r))}</td>"
             f"<td class=l>{badge(r['decision']) if r.get('decision') else _e(NOT_COMPUTED)}</td>"
-            f"<td>{_e(signed(r['difference']))}</td><td><b>{_e(interval(r['cs_low'], r['cs_high']))}</b></td>"
+            f"<td>{_e(signed(r['difference']))}{_muted(cuped_sentence(view, r))}</td>"
+            f"<td><b>{_e(interval(r['cs_low'], r['cs_high']))}</b></td>"
             f"<td>{_e(p_value(r.get('cs_p_value')))} / {_e(p_value(adjusted) if adjusted is not None else NOT_COMPUTED)}</td>"
             f"<td>{_e(interval(r['ci_low'], r['ci_high']))}<br><span class=muted>{_e(method_name(r['ci_method']))}</span></td>"
             f"<td>{_e(p_value(r['p_value']))}<br><span class=muted>{_e(method_name(r['p_method']))}</span></td>"
@@ -345,6 +347,11 @@ def _comparisons_table(view: ExperimentView) -> str:
     rows += [_more(view.comparisons.height, 9, view)]
     rows.append("</table>")
     return "".join(rows)
+
+
+def _muted(text: str) -> str:
+    """``text`` on its own line in the cell, muted (nothing when empty)."""
+    return f"<br><span class=muted>{_e(text)}</span>" if text else ""
 
 
 def _more(rows: int, columns: int, view: ExperimentView) -> str:

@@ -28,6 +28,7 @@ from zcl_assets.reports.formatting import (
     arm_figure,
     comparison_label,
     count,
+    cuped_sentence,
     interval,
     is_binary,
     lift,
@@ -99,6 +100,8 @@ COMPARISON_COLUMNS = (
     _column("difference", "float", "treatment minus control, in the metric's units"),
     _column("cs", "string", "deciding interval: " + method_name(DECIDING_INTERVAL, cite=True)),
     _column("p", "string", "anytime-valid p-value of the confidence sequence, raw / Holm-adjusted"),
+    _column("variance", "string", "the share of the difference's variance CUPED (Deng et al. 2013) removed with each "
+                                  "unit's pre-experiment mean, or why it did not apply"),
 )
 
 DESCRIPTIVE_COLUMNS = (
@@ -139,6 +142,7 @@ def _comparison_rows(view: ExperimentView) -> tuple[list[dict], list[dict]]:
             "metric": _metric_label(view, r["metric"]), "comparison": label, "decision": r.get("decision") or "-",
             "difference": _shown(r["difference"]), "cs": interval(r["cs_low"], r["cs_high"]),
             "p": f"{p_value(r.get('cs_p_value'))} / {p_value(r.get('cs_p_adjusted'))}",
+            "variance": cuped_sentence(view, r) or "-",
         })
         descriptive.append({
             "metric": r["metric"], "comparison": label,
@@ -192,6 +196,8 @@ def experiment_metadata(view: ExperimentView, forest_svg: bytes, history_svg: by
         "deciding_interval": f"{deciding}; method: {method_name(DECIDING_INTERVAL, cite=True)}",
         "srm": srm_sentence(view),
         "plan": progress_sentence(view),
+        "variance_reduction": "; ".join(f"{r['treatment_arm']} vs {r['control_arm']}: {cuped_sentence(view, r)}"
+                                        for r in primary[:TABLE_ROWS] if cuped_sentence(view, r)) or "-",
         "data_quality": f"{verified_sentence(view)}; {quarantine_sentence(view)}",
         "as_of": view.as_of,
         "arms": table(ARM_COLUMNS, arms, more),
