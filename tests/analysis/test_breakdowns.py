@@ -7,17 +7,25 @@ import datetime as dt
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
 from statsmodels.stats.proportion import test_proportions_2indep as score_test_2indep
+from statsmodels.stats.weightstats import CompareMeans, DescrStatsW
 
-from zcl_assets.analysis.breakdowns import LABEL, segment_breakdowns
+from zcl_assets.analysis.breakdowns import LABEL, METHOD, WELCH_METHOD, segment_breakdowns
 
 NIGHT = dt.date(2026, 10, 21)
 
 
+SCHEMA = {"experiment_id": pl.String, "arm": pl.String, "is_control": pl.Boolean, "dimension": pl.String,
+          "segment": pl.String, "metric": pl.String, "sessions": pl.Int64, "successes": pl.Int64, "mean": pl.Float64,
+          "variance": pl.Float64}
+
+
 def _counts(rows):
-    return pl.DataFrame(rows, schema={"experiment_id": pl.String, "arm": pl.String, "is_control": pl.Boolean,
-                                      "dimension": pl.String, "segment": pl.String, "sessions": pl.Int64,
-                                      "successes": pl.Int64}, orient="row")
+    """Rows of a rate's segments: (experiment, arm, is control, dimension, segment, sessions, successes), with
+    the mean x / n and the sample variance of the 0/1 values, n p (1 - p) / (n - 1), as the SQL gives them."""
+    return pl.DataFrame([(e, a, c, d, s, "success", n, x, x / n, n * (x / n) * (1 - x / n) / (n - 1))
+                         for e, a, c, d, s, n, x in rows], schema=SCHEMA, orient="row")
 
 
 def test_each_segment_is_a_score_test_and_the_segments_of_a_dimension_share_one_bh_family():
@@ -70,3 +78,42 @@ def test_several_treatment_arms_each_get_their_own_family():
 
 def test_nothing_to_break_down_gives_an_empty_table():
     assert segment_breakdowns(_counts([]), NIGHT).height == 0
+
+
+def test_a_continuous_primary_is_broken_down_by_welch_t_with_bh_across_segments():
+    """Time in minutes in three model segments, from the sessions' own values: each segment's difference,
+    interval and p are statsmodels' Welch comparison of the raw values; BH by hand."""
+    rng = np.random.default_rng(11)
+    raw = {(arm, seg): rng.normal(30 - (2.0 if arm == "treatment" and seg != "c" else 0.0), 8, size)
+           for arm in ("control", "treatment") for seg, size in (("a", 60), ("b", 45), ("c", 30))}
+    counts = pl.DataFrame([("e", arm, arm == "control", "model", seg, "time_minutes", v.size, None, v.mean(), v.var(ddof=1))
+                           for (arm, seg), v in raw.items()], schema=SCHEMA, orient="row")
+    out = segment_breakdowns(counts, NIGHT)
+    rows = {r["segment"]: r for r in out.to_dicts()}
+    assert set(rows) == {"a", "b", "c"} and set(out.get_column("method")) == {WELCH_METHOD}
+    for seg, r in rows.items():
+        t, c = raw[("treatment", seg)], raw[("control", seg)]
+        compared = CompareMeans(DescrStatsW(t), DescrStatsW(c))
+        low, high = compared.tconfint_diff(alpha=0.05, usevar="unequal")
+        assert r["difference"] == pytest.approx(t.mean() - c.mean(), rel=1e-12)
+        assert (r["ci_low"], r["ci_high"]) == pytest.approx((low, high), rel=1e-9)
+        assert r["p"] == pytest.approx(compared.ttest_ind(usevar="unequal")[1], rel=1e-9)
+        assert (r["mean_control"], r["sd_treatment"]) == pytest.approx((c.mean(), t.std(ddof=1)), rel=1e-12)
+        assert (r["x_control"], r["x_treatment"]) == (None, None) and r["label"] == LABEL
+    # BH over the three segments: p_(i) x 3 / i, made monotone from the largest down
+    p = np.array([rows[s]["p"] for s in "abc"])
+    order = np.argsort(p)
+    adjusted = np.minimum.accumulate((p[order] * 3 / np.arange(1, 4))[::-1])[::-1]
+    for s, e in zip(np.array(list("abc"))[order], np.minimum(adjusted, 1.0)):
+        assert rows[s]["p_bh"] == pytest.approx(e, rel=1e-12)
+    # scipy's own Welch test agrees on the p of the first segment
+    a_t, a_c = raw[("treatment", "a")], raw[("control", "a")]
+    assert rows["a"]["p"] == pytest.approx(stats.ttest_ind(a_t, a_c, equal_var=False).pvalue, rel=1e-9)
+
+
+def test_a_rate_keeps_the_score_test():
+    out = segment_breakdowns(_counts([("e", "c", True, "model", "a", 100, 50), ("e", "t", False, "model", "a", 100, 70)]),
+                             NIGHT)
+    r = out.row(0, named=True)
+    assert r["method"] == METHOD and (r["x_control"], r["x_treatment"]) == (50, 70)
+    assert (r["mean_control"], r["mean_treatment"]) == (0.5, 0.7) and r["sd_control"] is None

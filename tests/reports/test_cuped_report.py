@@ -69,3 +69,28 @@ def test_where_cuped_did_not_apply_the_reports_say_why(plan, registration, sourc
 def test_a_look_written_before_cuped_says_nothing_of_it():
     v = view(rows=[comparison()])  # no cuped column, no plan: an older warehouse
     assert "CUPED" not in _text(v) and "CUPED" not in _readable(render_html([v], {}))
+
+
+def test_a_continuous_primarys_segments_read_as_means_with_their_sd_and_welch_named():
+    """The exploratory breakdown of a time primary: each arm as mean (sd), sessions; the method Welch t with BH."""
+    import polars as pl
+
+    from zcl_assets.analysis.breakdowns import WELCH_METHOD
+    from zcl_assets.analysis.schema import SEGMENT_BREAKDOWNS
+    from zcl_assets.reports.markdown import breakdowns_markdown
+
+    row = {"as_of": None, "experiment_id": "exp", "control_arm": "control", "treatment_arm": "treatment",
+           "metric": "time_minutes", "dimension": "model", "segment": "m-large", "n_control": 45, "x_control": None,
+           "n_treatment": 52, "x_treatment": None, "mean_control": 28.44, "mean_treatment": 25.1, "sd_control": 7.91,
+           "sd_treatment": 6.5, "difference": -3.34, "ci_low": -6.2, "ci_high": -0.48, "p": 0.022, "p_bh": 0.044,
+           "label": "exploratory", "method": WELCH_METHOD}
+    v = view(rows=[comparison(metric="time_minutes")], primary_metric="time_minutes")
+    v = type(v)(**{**v.__dict__, "breakdowns": pl.DataFrame([row], schema=SEGMENT_BREAKDOWNS.polars)})
+    page = _readable(render_html([v], {}))
+    # 3 significant figures, as every figure of the reports
+    assert "28.4 (sd 7.91), n 45" in page and "25.1 (sd 6.5), n 52" in page
+    assert f"(sessions, every epoch; {WELCH_METHOD})" in page
+    from markdown_it import MarkdownIt
+
+    shown = _readable(MarkdownIt("commonmark").enable("table").render(breakdowns_markdown(v)))  # as the UI renders it
+    assert "28.4 (sd 7.91), n 45" in shown and f"(sessions, every epoch; {WELCH_METHOD})" in shown

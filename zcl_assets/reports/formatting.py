@@ -245,6 +245,17 @@ def cuped_sentence(view: ExperimentView, row: dict) -> str:
     return f"no CUPED: {why}"
 
 
+def segment_arm(row: dict, arm: str) -> str:
+    """One arm of a segment breakdown row (``arm``: ``control`` or ``treatment``): successes over sessions of
+    a rate (``255 / 500``), else the mean with its sd over the sessions (``28.4 (sd 7.9), n 45``)."""
+    n = row[f"n_{arm}"]
+    if row.get(f"x_{arm}") is not None:
+        return f"{count(row[f'x_{arm}'])} / {count(n)}"
+    if not n:
+        return "n 0"
+    return f"{number(row[f'mean_{arm}'])} (sd {number(row[f'sd_{arm}'])}), n {count(n)}"
+
+
 def segment_label(segment: str) -> str:
     """A breakdown segment as read: a budget ``50000.0`` as ``50,000``; a model or ``(none)`` as it is."""
     try:

@@ -15,7 +15,6 @@ import html
 import os
 from collections.abc import Mapping, Sequence
 
-from zcl_assets.analysis.breakdowns import METHOD as BREAKDOWN_METHOD
 from zcl_assets.reports.alarms import SYMBOL
 from zcl_assets.reports.experiments import ATTENTION_ORDER, NOT_COMPUTED, ExperimentView
 from zcl_assets.reports.formatting import (
@@ -35,6 +34,7 @@ from zcl_assets.reports.formatting import (
     plan_reached,
     progress_sentence,
     quarantine_sentence,
+    segment_arm,
     segment_label,
     signed,
     srm_sentence,
@@ -303,7 +303,7 @@ def _breakdowns_table(view: ExperimentView) -> str:
         return ""
     rows = [
         f'<p><b>Exploratory, never a decision:</b> {_e(view.primary_metric)} by the sessions\' model and budget '
-        f'(sessions, every epoch; {_e(BREAKDOWN_METHOD)})</p>',
+        f'(sessions, every epoch; {_e(view.breakdowns.get_column("method")[0])})</p>',
         "<table><tr><th class=l>comparison</th><th class=l>by</th><th class=l>segment</th><th>control</th>"
         "<th>treatment</th><th>difference</th><th>95% interval<br><span class=muted>descriptive</span></th>"
         "<th>p<br><span class=muted>BH-adjusted</span></th></tr>",
@@ -311,8 +311,8 @@ def _breakdowns_table(view: ExperimentView) -> str:
     for r in view.breakdowns.head(TABLE_ROWS).iter_rows(named=True):
         rows.append(
             f"<tr><td class=l>{_e(r['treatment_arm'])} vs {_e(r['control_arm'])}</td><td class=l>{_e(r['dimension'])}</td>"
-            f"<td class=l>{_e(segment_label(r['segment']))}</td><td>{r['x_control']:,} / {r['n_control']:,}</td>"
-            f"<td>{r['x_treatment']:,} / {r['n_treatment']:,}</td><td>{_e(signed(r['difference']))}</td>"
+            f"<td class=l>{_e(segment_label(r['segment']))}</td><td>{_e(segment_arm(r, 'control'))}</td>"
+            f"<td>{_e(segment_arm(r, 'treatment'))}</td><td>{_e(signed(r['difference']))}</td>"
             f"<td>{_e(interval(r['ci_low'], r['ci_high']))}</td><td>{_e(p_value(r['p_bh']))}</td></tr>"
         )
     rows += [_more(view.breakdowns.height, 8, view), "</table>"]
