@@ -47,16 +47,16 @@ def test_the_html_page_and_the_dagster_page_say_the_same():
     assert "CUPED (Deng et al. 2013): variance reduced by 22.3%" in page
     assert "no CUPED: no unit of the comparison has a pre-period mean yet" in page
     metadata = experiment_metadata(v, b"<svg/>", b"<svg/>")
-    rows = {r.data["comparison"]: r.data["variance"] for r in metadata["comparisons"].value.records}
+    rows = {r.data["comparison"]: r.data["variance"] for r in metadata["descriptive"].value.records}
     assert rows == {"t1 vs control": "CUPED (Deng et al. 2013): variance reduced by 22.3%",
                     "t2 vs control": "no CUPED: no unit of the comparison has a pre-period mean yet"}
-    assert metadata["variance_reduction"] == ("t1 vs control: CUPED (Deng et al. 2013): variance reduced by 22.3%; "
+    assert metadata["cuped"] == ("t1 vs control: CUPED (Deng et al. 2013): variance reduced by 22.3%; "
                                               "t2 vs control: no CUPED: no unit of the comparison has a pre-period mean yet")
 
 
 @pytest.mark.parametrize(("plan", "registration", "source", "why"), [
     ({"cuped": False}, {"cuped": None}, "sessions",
-     "no history: fewer than 30 units of the family's 28 days before registration had a pre-period mean of the metric"),
+     "no history (fewer than 30 units with a pre-period mean before registration)"),
     ({"cuped": False}, {"cuped": False}, "sessions", "not asked for by the registration"),
     ({"cuped": False}, {}, "arm_snapshots", "an aggregate export has no unit to carry a pre-period mean"),
 ])

@@ -236,8 +236,7 @@ def cuped_sentence(view: ExperimentView, row: dict) -> str:
     elif view.registration.get("cuped") is False:
         why = "not asked for by the registration"
     elif not view.plan.get("cuped"):
-        why = (f"no history: fewer than {MIN_HISTORY_USERS} units of the family's 28 days before registration had "
-               "a pre-period mean of the metric")
+        why = f"no history (fewer than {MIN_HISTORY_USERS} units with a pre-period mean before registration)"
     elif row.get("metric_kind") == "ratio_of_sums":
         why = "a ratio of sums is not adjusted"
     else:

@@ -100,8 +100,6 @@ COMPARISON_COLUMNS = (
     _column("difference", "float", "treatment minus control, in the metric's units"),
     _column("cs", "string", "deciding interval: " + method_name(DECIDING_INTERVAL, cite=True)),
     _column("p", "string", "anytime-valid p-value of the confidence sequence, raw / Holm-adjusted"),
-    _column("variance", "string", "the share of the difference's variance CUPED (Deng et al. 2013) removed with each "
-                                  "unit's pre-experiment mean, or why it did not apply"),
 )
 
 DESCRIPTIVE_COLUMNS = (
@@ -110,6 +108,8 @@ DESCRIPTIVE_COLUMNS = (
     _column("ci_95", "string", "95% interval (fixed horizon, descriptive) and its method"),
     _column("p", "string", "p-value (fixed horizon, descriptive) and its test"),
     _column("lift", "string", "treatment / control - 1, with its 95% interval (" + method_name("log_delta_method") + ")"),
+    _column("variance", "string", "the share of the difference's variance CUPED (Deng et al. 2013) removed with each "
+                                  "unit's pre-experiment mean, or why it did not apply"),
 )
 
 HISTORY_COLUMNS = (
@@ -142,13 +142,13 @@ def _comparison_rows(view: ExperimentView) -> tuple[list[dict], list[dict]]:
             "metric": _metric_label(view, r["metric"]), "comparison": label, "decision": r.get("decision") or "-",
             "difference": _shown(r["difference"]), "cs": interval(r["cs_low"], r["cs_high"]),
             "p": f"{p_value(r.get('cs_p_value'))} / {p_value(r.get('cs_p_adjusted'))}",
-            "variance": cuped_sentence(view, r) or "-",
         })
         descriptive.append({
             "metric": r["metric"], "comparison": label,
             "ci_95": f"{interval(r['ci_low'], r['ci_high'])} {method_name(r['ci_method'])}",
             "p": f"{p_value(r['p_value'])} {method_name(r['p_method'])}",
             "lift": lift(r["relative_lift"], r["lift_ci_low"], r["lift_ci_high"]),
+            "variance": cuped_sentence(view, r) or "-",
         })
     return comparisons, descriptive
 
@@ -196,7 +196,7 @@ def experiment_metadata(view: ExperimentView, forest_svg: bytes, history_svg: by
         "deciding_interval": f"{deciding}; method: {method_name(DECIDING_INTERVAL, cite=True)}",
         "srm": srm_sentence(view),
         "plan": progress_sentence(view),
-        "variance_reduction": "; ".join(f"{r['treatment_arm']} vs {r['control_arm']}: {cuped_sentence(view, r)}"
+        "cuped": "; ".join(f"{r['treatment_arm']} vs {r['control_arm']}: {cuped_sentence(view, r)}"
                                         for r in primary[:TABLE_ROWS] if cuped_sentence(view, r)) or "-",
         "data_quality": f"{verified_sentence(view)}; {quarantine_sentence(view)}",
         "as_of": view.as_of,
