@@ -3,11 +3,13 @@
 -- of the metric (each session's authoritative outcome as the experience holds it, capped as the
 -- look caps it: sql/fragments/value_of_metric.sql), their successes (a rate only), the mean of
 -- the value and its sample variance; a session without a model or budget is in segment '(none)'.
--- Registered frame: breakdown_experiments(experiment_id, metric), the experiments and their
--- primary metric.
+-- Exactness (a rerun is bit-identical): each value is rounded once to the metric's resolution and
+-- summed as a HUGEINT, the centered sum n Q - S^2 is exact, and only the two quotients are doubles.
+-- Registered frame: breakdown_experiments(experiment_id, metric, resolution), the experiments, their
+-- primary metric and its resolution.
 WITH observed AS (
     SELECT x.experiment_id, x.arm, x.is_control, coalesce(s.model, '(none)') AS model,
-           coalesce(CAST(s.budget AS VARCHAR), '(none)') AS budget, b.metric,
+           coalesce(CAST(s.budget AS VARCHAR), '(none)') AS budget, b.metric, b.resolution,
            x.success, x.time_minutes, x.tokens, x.score,
            TRY_CAST(json_extract_string(e.metric_caps, '$.time_minutes') AS DOUBLE) AS cap_time,
            TRY_CAST(json_extract_string(e.metric_caps, '$.tokens') AS DOUBLE) AS cap_tokens
@@ -17,18 +19,25 @@ WITH observed AS (
     JOIN staged_sessions s USING (session_id)
     WHERE x.verified AND x.assigned_at < $end
 ), valued AS (
-    SELECT experiment_id, arm, is_control, model, budget, metric, {{value_of_metric}} AS value
+    SELECT experiment_id, arm, is_control, model, budget, metric, resolution,
+           CAST(round({{value_of_metric}} / resolution) AS HUGEINT) AS y
     FROM observed
 ), segments AS (
-    SELECT experiment_id, arm, is_control, 'model' AS dimension, model AS segment, metric, value
-    FROM valued WHERE value IS NOT NULL
+    SELECT experiment_id, arm, is_control, 'model' AS dimension, model AS segment, metric, resolution, y
+    FROM valued WHERE y IS NOT NULL
     UNION ALL
-    SELECT experiment_id, arm, is_control, 'budget' AS dimension, budget AS segment, metric, value
-    FROM valued WHERE value IS NOT NULL
+    SELECT experiment_id, arm, is_control, 'budget' AS dimension, budget AS segment, metric, resolution, y
+    FROM valued WHERE y IS NOT NULL
+), sums AS (
+    SELECT experiment_id, arm, is_control, dimension, segment, any_value(metric) AS metric,
+           any_value(resolution) AS resolution, CAST(count(*) AS HUGEINT) AS n, sum(y) AS sy, sum(y * y) AS syy
+    FROM segments
+    GROUP BY experiment_id, arm, is_control, dimension, segment
 )
-SELECT experiment_id, arm, is_control, dimension, segment, any_value(metric) AS metric, count(*) AS sessions,
-       CASE WHEN any_value(metric) = 'success' THEN CAST(sum(value) AS BIGINT) END AS successes,
-       avg(value) AS mean, var_samp(value) AS variance
-FROM segments
-GROUP BY experiment_id, arm, is_control, dimension, segment
+SELECT experiment_id, arm, is_control, dimension, segment, metric, CAST(n AS BIGINT) AS sessions,
+       CASE WHEN metric = 'success' THEN CAST(sy AS BIGINT) END AS successes,
+       CAST(sy AS DOUBLE) / CAST(n AS DOUBLE) * resolution AS mean,
+       CASE WHEN n > 1 THEN CAST(n * syy - sy * sy AS DOUBLE) / CAST(n * (n - 1) AS DOUBLE) * resolution * resolution
+       END AS variance
+FROM sums
 ORDER BY ALL

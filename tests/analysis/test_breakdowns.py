@@ -117,3 +117,52 @@ def test_a_rate_keeps_the_score_test():
     r = out.row(0, named=True)
     assert r["method"] == METHOD and (r["x_control"], r["x_treatment"]) == (50, 70)
     assert (r["mean_control"], r["mean_treatment"]) == (0.5, 0.7) and r["sd_control"] is None
+
+
+def test_the_sql_counts_each_segments_capped_values_exactly():
+    """``segment_counts`` on a small warehouse: time in minutes capped at 60 (a value of 90 counts as 60), an
+    unverified session and one without a time left out; mean and sample variance of the capped values by
+    numpy, and the same figures whatever the order of the rows (exact sums: a rerun is bit-identical)."""
+    import duckdb
+
+    from zcl_assets.analysis.breakdowns import segment_counts
+
+    at = dt.datetime(2026, 10, 20, 9, tzinfo=dt.timezone.utc)
+    values = {("control", "m1"): [10.5, 20.25, 90.0, 33.333], ("treatment", "m1"): [12.0, 14.5, 61.0],
+              ("control", "m2"): [5.0, 7.0], ("treatment", "m2"): [6.5]}
+    rows, sessions = [], []
+    for (arm, model), times in values.items():
+        for k, minutes in enumerate(times + [40.0, None]):
+            sid = f"{arm}-{model}-{k}"
+            verified = k != len(times)  # the 40-minute session is not verified; the last one has no time
+            rows.append((sid, "e", arm, arm == "control", verified, minutes, at))
+            sessions.append((sid, model, 1000.0))
+    capped = {key: [min(v, 60.0) for v in times] for key, times in values.items()}
+    for order in (1, -1):
+        con = duckdb.connect()
+        con.execute("SET TimeZone = 'UTC'")
+        con.register("x", pl.DataFrame(rows[::order], schema={"session_id": pl.String, "experiment_id": pl.String,
+                                                              "arm": pl.String, "is_control": pl.Boolean, "verified": pl.Boolean,
+                                                              "time_minutes": pl.Float64, "assigned_at": pl.Datetime("us", "UTC")},
+                                       orient="row"))
+        con.execute("CREATE TABLE experience AS SELECT *, NULL::BOOLEAN AS success, NULL::DOUBLE AS tokens, "
+                    "NULL::DOUBLE AS score FROM x")
+        con.register("s", pl.DataFrame(sessions[::order], schema={"session_id": pl.String, "model": pl.String,
+                                                                  "budget": pl.Float64}, orient="row"))
+        con.execute("CREATE TABLE staged_sessions AS SELECT * FROM s")
+        con.execute("CREATE TABLE staged_experiments AS SELECT 'e' AS experiment_id, 'time_minutes' AS primary_metric, "
+                    "'{\"time_minutes\": 60}' AS metric_caps")
+        got = {(r["arm"], r["segment"]): r for r in segment_counts(con, at.date()).filter(
+            pl.col("dimension") == "model").to_dicts()}
+        for key, times in capped.items():
+            r = got[key]
+            assert (r["sessions"], r["successes"], r["metric"]) == (len(times), None, "time_minutes")
+            assert r["mean"] == pytest.approx(np.mean(times), rel=1e-12)
+            if len(times) > 1:
+                assert r["variance"] == pytest.approx(np.var(times, ddof=1), rel=1e-9)
+            else:
+                assert r["variance"] is None
+        if order == 1:
+            first = {k: (r["mean"], r["variance"]) for k, r in got.items()}
+        else:
+            assert {k: (r["mean"], r["variance"]) for k, r in got.items()} == first  # bit for bit

@@ -43,10 +43,10 @@ _ARM = ("sessions", "successes", "mean", "variance")
 
 def segment_counts(con: duckdb.DuckDBPyConnection, as_of: dt.date) -> pl.DataFrame:
     """Sessions, successes, mean and variance of the primary metric per experiment, arm, dimension and
-    segment, as of the end of ``as_of``."""
+    segment, as of the end of ``as_of`` (exact sums at the metric's resolution: a rerun is bit-identical)."""
     primary = con.execute("SELECT experiment_id, primary_metric FROM staged_experiments").fetchall()
-    chosen = pl.DataFrame([(e, m) for e, m in primary if m in CATALOGUE], schema={"experiment_id": pl.String,
-                                                                                 "metric": pl.String}, orient="row")
+    chosen = pl.DataFrame([(e, m, CATALOGUE[m].resolution) for e, m in primary if m in CATALOGUE],
+                          schema={"experiment_id": pl.String, "metric": pl.String, "resolution": pl.Float64}, orient="row")
     end = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), tzinfo=dt.timezone.utc)
     with transaction(con, breakdown_experiments=chosen):
         return con.execute(load_sql("aggregate_segment_breakdowns"), {"end": end}).pl()
