@@ -73,29 +73,25 @@ WITH registered AS (
     WHERE NOT a.by_user
     GROUP BY ALL
 ), measured AS (
-    -- one row per analysed (observation, metric): each metric read only where it is analysed;
-    -- a cap applies to a value that exceeds it (least() would skip a missing value and give
-    -- the cap in its place)
-    SELECT a.*, am.metric, am.resolution,
-           CASE am.metric WHEN 'success' THEN a.success
-                          WHEN 'time_minutes' THEN CASE WHEN a.time_minutes > a.cap_time THEN a.cap_time ELSE a.time_minutes END
-                          WHEN 'tokens' THEN CASE WHEN a.tokens > a.cap_tokens THEN a.cap_tokens ELSE a.tokens END
-                          WHEN 'score' THEN a.score END AS value
+    -- one row per analysed (observation, metric): each metric read only where it is analysed,
+    -- capped (sql/fragments/value_of_metric.sql)
+    SELECT a.*, am.metric, am.resolution, {{value_of_metric}} AS value
     FROM assigned a JOIN analysed_metrics am ON am.experiment_id = a.experiment_id
     WHERE a.verified AND NOT a.revised
-), revisions AS (
-    -- a revised session: every authoritative outcome, in the order that puts the experience
-    -- table's choice (latest, then evaluator id, then version) last
-    SELECT a.experiment_id, a.arm, a.unit, a.user_id, a.by_user, a.session_id, am.metric, am.resolution,
+), versions AS (
+    -- a revised session: every authoritative outcome, with the caps of its experiment
+    SELECT a.experiment_id, a.arm, a.unit, a.user_id, a.by_user, a.session_id, a.cap_time, a.cap_tokens,
            CAST(greatest(a.assigned_at, v.recorded_at) AS DATE) AS revision_day,
-           CAST(round(CASE am.metric WHEN 'success' THEN CAST(v.success AS DOUBLE)
-                          WHEN 'time_minutes' THEN CASE WHEN v.time_minutes > a.cap_time THEN a.cap_time ELSE v.time_minutes END
-                          WHEN 'tokens' THEN CASE WHEN v.tokens > a.cap_tokens THEN a.cap_tokens ELSE v.tokens END
-                          WHEN 'score' THEN v.score END / am.resolution) AS HUGEINT) AS y,
-           v.recorded_at, v.evaluator_id, v.evaluator_version
-    FROM assigned a JOIN analysed_metrics am ON am.experiment_id = a.experiment_id
-    JOIN verification_records v ON v.session_id = a.session_id
+           v.success, v.time_minutes, v.tokens, v.score, v.recorded_at, v.evaluator_id, v.evaluator_version
+    FROM assigned a JOIN verification_records v ON v.session_id = a.session_id
     WHERE a.revised AND v.authoritative
+), revisions AS (
+    -- each version's value of every analysed metric, in the order that puts the experience
+    -- table's choice (latest, then evaluator id, then version) last
+    SELECT w.experiment_id, w.arm, w.unit, w.user_id, w.by_user, w.session_id, am.metric, am.resolution,
+           w.revision_day, CAST(round({{value_of_metric}} / am.resolution) AS HUGEINT) AS y,
+           w.recorded_at, w.evaluator_id, w.evaluator_version
+    FROM versions w JOIN analysed_metrics am ON am.experiment_id = w.experiment_id
 ), revision_changes AS (
     -- each version replaces the one before: its value minus the previous one, and one
     -- observation more or less when a value appears or disappears (a version without it)

@@ -11,7 +11,7 @@
 -- the indicator h = 0).
 -- Exactness: values are rounded once to the metric's resolution (frame analysed_metrics) and the
 -- mean to resolution / 1e6, as the unit means of aggregate_arm_day_sums.sql; time and tokens are
--- capped at the registered metric_caps.
+-- capped at the registered metric_caps (sql/fragments/value_of_metric.sql, the rule of both).
 WITH target AS (
     SELECT w.experiment_id, e.org_id, e.task_type, f.first_assigned_at,
            f.first_assigned_at - w.window_days * INTERVAL 1 DAY AS window_start,
@@ -34,10 +34,7 @@ WITH target AS (
       ON v.session_id = h.session_id AND v.authoritative AND v.recorded_at < h.first_assigned_at
 ), measured AS (
     SELECT k.experiment_id, k.user_id, am.metric,
-           CAST(round(CASE am.metric WHEN 'success' THEN CAST(k.success AS DOUBLE)
-                          WHEN 'time_minutes' THEN CASE WHEN k.time_minutes > k.cap_time THEN k.cap_time ELSE k.time_minutes END
-                          WHEN 'tokens' THEN CASE WHEN k.tokens > k.cap_tokens THEN k.cap_tokens ELSE k.tokens END
-                          WHEN 'score' THEN k.score END / am.resolution) AS HUGEINT) AS y
+           CAST(round({{value_of_metric}} / am.resolution) AS HUGEINT) AS y
     FROM known k JOIN analysed_metrics am ON am.experiment_id = k.experiment_id
     WHERE k.k = 1
 )

@@ -79,6 +79,7 @@ LONG_TESTS = (
     "tests/end_to_end/test_look_crash_window.py",
     # many nights compared with fresh loads, bit by bit
     "tests/end_to_end/test_incremental_equals_fresh.py", "tests/end_to_end/test_corrections.py",
+    "tests/end_to_end/test_cuped_incremental.py",
     "tests/end_to_end/test_bit_identical.py", "tests/end_to_end/test_quiet_night.py",
     "tests/end_to_end/test_no_secret_anywhere.py", "tests/end_to_end/test_world_decisions.py",
     "tests/end_to_end/test_ab_export_pipeline.py", "tests/sources/test_postgres_nights.py",

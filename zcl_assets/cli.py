@@ -358,6 +358,9 @@ def run_command(obj, as_of: str | None, engine: str | None, master: str | None, 
 @click.option("--verified-share", type=float, default=1.0, show_default=True, help="Expected share of verified outcomes.")
 @click.option("--guardrails", type=click.IntRange(0, 10), default=0, show_default=True,
               help="Guardrails that will share the type II error of adopt.")
+@click.option("--cuped/--no-cuped", default=True, show_default=True,
+              help="Ask for CUPED, as a registration does by default: the plan counts on the variance reduction the "
+                   "family's history supports (a lower bound of its rho^2), and says how much or why none.")
 @click.option("--as-of", default=None, help="UTC day it would register, at its start (YYYY-MM-DD) [default: now]; "
               "the night's family_outlook of day D registers at the end of D, as --as-of D+1 does.")
 @click.option("--days", type=click.FloatRange(min=0, max=36_500, min_open=True), default=None,

@@ -71,13 +71,15 @@ def build(
     policy: RegistrationPolicy | None = None,
     output: str = "all",
     both_arms: list[dict] | None = None,
+    traffic: pl.DataFrame | None = None,
 ) -> LookInputs:
-    """The inputs of the look as of ``as_of`` (``output``: "all" nights or "last")."""
+    """The inputs of the look as of ``as_of`` (``output``: "all" nights or "last"; ``traffic``: the families'
+    history the plans read, :func:`cuped_history`)."""
     reg = pl.DataFrame(registrations, schema_overrides={"baseline_sd": pl.Float64, "metric_caps": pl.String,
                                                         "registered_at": pl.Datetime("us", "UTC")})
     ev = pl.DataFrame(events or [], schema={"experiment_id": pl.String, "status": pl.String,
                                             "at": pl.Datetime("us", "UTC"), "reason": pl.String, "allocation": pl.String})
-    plans = plan_registrations(reg, None, ev, None, policy or RegistrationPolicy())
+    plans = plan_registrations(reg, None, ev, traffic, policy or RegistrationPolicy())
     arms = decode_arms(reg)
     changes, _ = allocation_changes(ev, arms, reg)
     segments, shares, _, _ = strata(ev, changes, arms)
@@ -105,6 +107,16 @@ def build(
         drift=pl.DataFrame(drift or [], schema={"experiment_id": pl.String, "epoch": pl.Int64, "drift_day": pl.Date}),
         both_arms=pl.DataFrame(both_arms or [], schema={"experiment_id": pl.String, "day": pl.Date, "users": pl.Int64}),
     )
+
+
+def cuped_history(eid: str) -> pl.DataFrame:
+    """A family's history as ``sql/measure_family_traffic.sql`` gives it: 100 sessions in 28 days, 80 of
+    them of users with a pre-period mean (40 at x = 1 with 35 successes, 40 at x = 0 with 5) and 20 of
+    new users (10 successes). Its R^2 is 0.45 and the lower 90% bound a plan counts on 0.348272
+    (``tests/analysis/test_registration.py``)."""
+    return pl.DataFrame([{"experiment_id": eid, "traffic_per_day": 100 / 28, "verified_share": 1.0, "success_rate": 0.5,
+                          "history_users": 0, "cuped_n": 100, "cuped_sv": 50.0, "cuped_svv": 50.0, "cuped_sx": 40.0,
+                          "cuped_sxx": 40.0, "cuped_sh": 80.0, "cuped_sxv": 35.0, "cuped_shv": 40.0}])
 
 
 def look(*args, **kwargs) -> pl.DataFrame:

@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 
 from sql import load_sql
+from tests.analysis.experience_days import build_experience_days
 
 UTC = dt.timezone.utc
 START = dt.datetime(2026, 10, 1, tzinfo=UTC)
@@ -60,15 +61,6 @@ def _oracle(records, experience, looks):
     return out
 
 
-def _experience_days(con) -> None:
-    """The experience's daily counts of every experiment, as ``zcl_assets.experience.days`` keeps them."""
-    con.execute("CREATE SCHEMA internal")
-    con.execute(load_sql("create_experience_days"))
-    con.execute("CREATE TEMP TABLE experience_scope AS SELECT DISTINCT experiment_id, CAST(NULL AS DATE) AS day FROM experience")
-    con.execute(f"INSERT INTO internal.experience_days BY NAME {load_sql('aggregate_experience_days')}",
-                {"from_at": dt.datetime(1, 1, 1, tzinfo=UTC)})
-
-
 def test_each_look_cites_the_evaluators_of_the_outcomes_it_counts():
     records, experience = _world()
     looks = [(e, (START + dt.timedelta(days=d)).date()) for e in ("e1", "e2") for d in range(18)]
@@ -80,10 +72,13 @@ def test_each_look_cites_the_evaluators_of_the_outcomes_it_counts():
         con.execute("CREATE TABLE experience (experiment_id VARCHAR, session_id VARCHAR, assigned_at TIMESTAMPTZ, "
                     "evaluator_id VARCHAR, evaluator_version VARCHAR, evaluator_kind VARCHAR, recorded_at TIMESTAMPTZ, "
                     "authoritative_outcomes BIGINT, arm VARCHAR DEFAULT 'a', is_control BOOLEAN DEFAULT false, "
-                    "verified BOOLEAN DEFAULT true, success DOUBLE, model VARCHAR, budget DOUBLE)")
+                    "verified BOOLEAN DEFAULT true, success DOUBLE, time_minutes DOUBLE, tokens DOUBLE, score DOUBLE, "
+                    "model VARCHAR, budget DOUBLE)")
         con.executemany("INSERT INTO experience (experiment_id, session_id, assigned_at, evaluator_id, evaluator_version, "
                         "evaluator_kind, recorded_at, authoritative_outcomes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", experience)
-        _experience_days(con)
+        con.execute("CREATE TABLE staged_experiments AS SELECT DISTINCT experiment_id, 'success' AS primary_metric, "
+                    "'{}' AS metric_caps FROM experience")
+        build_experience_days(con)
         con.register("cited_looks", pl.DataFrame(looks, schema={"experiment_id": pl.String, "as_of": pl.Date}, orient="row"))
         found = {(e, a): json.loads(v) for e, a, v in con.execute(load_sql("select_look_evaluators")).fetchall()}
     expected = _oracle(records, experience, looks)

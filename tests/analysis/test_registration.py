@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from tests.analysis.looks import T0, registration
+from tests.analysis.looks import T0, cuped_history, registration
 from tests.plan_reference import r_reference
 from zcl_assets.analysis.registration import (
     DEFAULT_ALPHA_SLOTS,
@@ -222,9 +222,11 @@ def test_every_column_of_three_plans_by_hand():
     plans = {r["experiment_id"]: r for r in plan_registrations(frame(regs)).iter_rows(named=True)}
     common = {"org_id": "org", "admitted": True, "alpha_slot": 1, "alpha_slots": 4, "alpha_share": 0.0125,
               "planned_unit": "sessions", "inflation": r_reference(0.0125, 0.8), "design_effect": 1.0, "traffic_per_day": None,
-              "days_to_plan": None, "policy_version": "registration-policy/1",
+              "days_to_plan": None, "policy_version": "registration-policy/2",
               # no history: CUPED has no covariate to use and the plan expects no reduction
-              "cuped": False, "covariate_window_days": None, "cuped_r2": None}
+              "cuped": False, "covariate_window_days": None, "cuped_r2": None, "cuped_planned_r2": 0.0,
+              "cuped_basis": "CUPED asked for, but 0 units of the family's last 28 days had a pre-period mean and 30 "
+                             "are needed: no adjustment, and the plan counts on no variance reduction"}
     binary_words = "difference in proportions of units with success (treatment - control)"
     # a: two comparisons at 0.0125 / 2; two guardrails share the type II error, per-test power
     # 1 - 0.2 / 3; the arm with the smaller ratio (alpha, 0.2 / 0.5) needs the most control
@@ -362,3 +364,40 @@ def test_the_look_reads_the_sd_the_plan_froze():
                               changes)
     primary = comps.filter(pl.col("is_primary")).row(0, named=True)
     assert primary["unit_sd"] == pytest.approx(math.sqrt(0.25 * 0.375), rel=1e-12)
+
+
+def test_a_plan_counts_on_the_cuped_reduction_only_where_asked_for_and_supported():
+    regs = [registration("on", ["control", "treatment"], mde=0.1),
+            registration("off", ["control", "treatment"], mde=0.1, cuped=False),
+            registration("time", ["control", "treatment"], metric="time_minutes", baseline_mean=30.0, baseline_sd=12.0,
+                         mde=3.0, direction="decrease")]
+    history = pl.concat([cuped_history(e) for e in ("on", "off", "time")])
+    plans = {r["experiment_id"]: r for r in plan_registrations(frame(regs), traffic=history).iter_rows(named=True)}
+    r, z = r_reference(0.0125, 0.8), stats.norm.isf(0.0125 / 2) + stats.norm.ppf(0.8)
+    # the history's R^2: the fit of (x, h) is the three groups' means 0.875, 0.125, 0.5 about 0.5:
+    # (40 x 0.375^2 x 2) / (100 x 0.25) = 0.45; its lower 90% bound (Olkin and Finn 1995) at n = 100, k = 2:
+    # 0.438660 - 1.281552 x 0.070530 = 0.348272; at 0.5 -> 0.6 the treatment keeps 1 - 0.1 / 0.5 = 0.8 of the
+    # covariance, so the difference's variance 0.25 + 0.24 loses 0.348272 x 0.25 x (1 + 0.64): a share 0.291411
+    on = plans["on"]
+    assert (on["cuped"], on["covariate_window_days"]) == (True, 28) and on["cuped_r2"] == pytest.approx(0.45, rel=1e-12)
+    assert on["cuped_planned_r2"] == pytest.approx(0.291411, abs=1e-6)
+    # N_plan = R x (1 - rho^2) x n_fixed (Deng, Xu, Kohavi, Walker 2013: CUPED keeps 1 - rho^2 of the variance)
+    assert on["planned_n_per_arm"] == math.ceil(r * (1 - on["cuped_planned_r2"]) * z**2 * 0.49 / 0.1**2) == 608
+    assert on["inflation"] == pytest.approx(r) and on["n_fixed_per_arm"] == pytest.approx(z**2 * 0.49 / 0.01)
+    assert on["days_to_plan"] == math.ceil(2 * 608 / (100 / 28))
+    # not asked for: the same history, no reduction, the plan of tests/end_to_end/test_plan_command.py
+    off = plans["off"]
+    assert (off["cuped"], off["cuped_planned_r2"], off["planned_n_per_arm"]) == (False, 0.0, 857)
+    assert off["cuped_basis"].startswith("CUPED not asked for by the registration")
+    # a time primary: CUPED applies in the look, but the history's rho^2 is of success: no reduction planned
+    time = plans["time"]
+    assert (time["cuped"], time["cuped_r2"], time["cuped_planned_r2"]) == (True, None, 0.0)
+    assert time["planned_n_per_arm"] == math.ceil(r * z**2 * 288 / 9)
+
+
+def test_the_plug_in_policy_counts_on_the_history_r2_itself():
+    """``cuped_confidence=None`` (what the simulations compare the bound with): rho^2 = 0.45 as measured, so
+    the share is 0.45 x 0.25 x 1.64 / 0.49 = 0.376531."""
+    plans = plan_registrations(frame([registration("on", ["control", "treatment"], mde=0.1)]), traffic=cuped_history("on"),
+                               policy=RegistrationPolicy(cuped_confidence=None))
+    assert plans.row(0, named=True)["cuped_planned_r2"] == pytest.approx(0.45 * 0.25 * 1.64 / 0.49, rel=1e-12)

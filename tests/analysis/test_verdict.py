@@ -25,6 +25,7 @@ from tests.analysis.looks import (
     build,
     continuous,
     cs_reference,
+    cuped_history,
     halfwidth,
     look,
     registration,
@@ -167,6 +168,22 @@ def test_progress_figures_and_a_verified_share_below_one():
     from zcl_assets.stats.power import power_at
 
     assert r["power_at_mde"] == pytest.approx(float(power_at(1700, 0.05, 0.5, 0.0125)), rel=1e-12)
+
+
+def test_power_reached_counts_on_the_variance_reduction_the_plan_counts_on():
+    reg = registration("pc", ["control", "treatment"])
+    night = DAY0 + dt.timedelta(days=9)
+    figures = [binary("pc", "control", night, 1700, 850), binary("pc", "treatment", night, 1700, 900)]
+    r = row(look([reg], figures, night, traffic=cuped_history("pc")), night)
+    # the plan's share: the history's bound 0.348272 (n = 100, R^2 = 0.45) at 0.50 -> 0.55, the treatment
+    # keeping 1 - 0.05 / 0.5 = 0.9 of the covariance: 0.348272 x 0.25 x (1 + 0.81) / (0.25 + 0.2475) = 0.316770
+    assert r["planned_n_per_arm"] == math.ceil(r_reference(0.0125, 0.8) * (1 - 0.316770) * (
+        stats.norm.isf(0.0125 / 2) + Z80) ** 2 * 0.4975 / 0.05**2)
+    # power of the z-test at 1700 units an arm, the effective sample 1700 / (R (1 - 0.316770)):
+    # Phi(0.05 / se - z_{1 - 0.0125/2}) with se^2 = 0.4975 / n_eff (the far tail adds nothing at 1e-12)
+    n_eff = 1700 / (r_reference(0.0125, 0.8) * (1 - 0.316770))
+    expected = stats.norm.cdf(0.05 / math.sqrt(0.4975 / n_eff) - stats.norm.isf(0.0125 / 2))
+    assert r["power_at_mde"] == pytest.approx(expected, rel=1e-5)
 
 
 def test_burn_in_binary_counts_and_days():

@@ -87,11 +87,14 @@ def test_second_night_is_idempotent_and_the_schedule_plans_the_same_look(simulat
         resources = build_resources()
         (tmp_path / "home").mkdir()
         with dg.DagsterInstance.local_temp(tempdir=str(tmp_path / "home")) as schedule_instance:  # persistent: the schedule reads its partitions
-            context = dg.build_schedule_context(
+            # closed here: the instance the context opens from its ref sets the process's definitions state
+            # storage, and a context left to the garbage collector would reset it later, in another test, to
+            # this instance's storage once the instance is gone ("undefined DagsterInstance weakref")
+            with dg.build_schedule_context(
                 instance=schedule_instance, resources=resources,
                 scheduled_execution_time=dt.datetime(2026, 11, 21, 2, 0, tzinfo=dt.timezone.utc),
-            )
-            requests = list(nightly_schedule(context))
+            ) as context:
+                requests = list(nightly_schedule(context))
         # Nothing changed since the night ran: one request, the look only, as of the previous day.
         assert len(requests) == 1
         assert requests[0].run_config == {"ops": {"experiment_analysis": {"config": {"as_of": "2026-11-20"}}}}

@@ -1,4 +1,4 @@
-"""The funnel's SQL and budgets ship inside the packages, so a non-editable install finds them."""
+"""The funnel's SQL and budgets, and the SQL fragments, ship inside the packages, so a non-editable install finds them."""
 
 import fnmatch
 import tomllib
@@ -11,7 +11,7 @@ def test_package_data_covers_the_funnel_and_gain_files():
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     shipped = [
         (package, path.relative_to(ROOT / package).as_posix())
-        for package, folders in (("sql", ("funnel", "experience_gain")), ("zcl_assets", ("funnel",)))
+        for package, folders in (("sql", ("funnel", "experience_gain", "fragments")), ("zcl_assets", ("funnel",)))
         for folder in folders
         for path in (ROOT / package / folder).iterdir()
         if path.suffix in (".sql", ".yaml")

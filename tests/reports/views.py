@@ -40,7 +40,8 @@ def history(as_of: str, units: list[tuple[str, int]]) -> pl.DataFrame:
 
 
 def view(experiment_id: str = "exp", rows: list[dict] | None = None, as_of: str = "2026-10-28",
-         looks: pl.DataFrame | None = None, guardrails: list[dict] | None = None, **registration) -> ExperimentView:
+         looks: pl.DataFrame | None = None, guardrails: list[dict] | None = None, plan: dict | None = None,
+         **registration) -> ExperimentView:
     rows = rows if rows is not None else [comparison()]
     reg = {
         "experiment_id": experiment_id, "org_id": "org", "task_type": "task", "kind": "order", "hypothesis": "it helps",
@@ -54,4 +55,4 @@ def view(experiment_id: str = "exp", rows: list[dict] | None = None, as_of: str 
         looks = pl.DataFrame([{**r, "as_of": dt.date.fromisoformat(as_of)} for r in rows if r["is_primary"]])
     return ExperimentView(registration=reg, as_of=as_of, looks=looks.get_column("as_of").n_unique() if looks.height else 0,
                           comparisons=frame, history=looks, quarantine=pl.DataFrame(schema=QUARANTINE_SCHEMA),
-                          sessions=1000, verified_sessions=1000)
+                          sessions=1000, verified_sessions=1000, plan=plan or {})

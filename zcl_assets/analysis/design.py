@@ -30,7 +30,7 @@ COLUMNS = ("cid", "experiment_id", "org_id", "task_type", "source", "metric", "m
            "is_primary", "direction", "sign", "analysis_unit", "control_arm", "treatment_arm", "mde", "mde_signed",
            "alpha_share", "comparison_alpha", "ratio", "planned_n_per_arm", "planned_n_treatment", "n_fixed_per_arm",
            "plan_reachable", "plan_reason", "tuning_n_total", "min_samples_per_arm", "baseline_mean", "unit_sd",
-           "inflation", "expected_verified_share", "margin", "guardrail_order", "registration_refused", "allocation",
+           "inflation", "cuped_planned_r2", "expected_verified_share", "margin", "guardrail_order", "registration_refused", "allocation",
            "counts_successes")
 """The columns of a comparison row (what ``engine.analyse`` reads of the design)."""
 

@@ -10,8 +10,10 @@ figures the registration would get, by construction:
 * the alpha slot and share (alpha / K), or that no slot is free, and the day the first live
   experiment of the family is expected to reach its plan (its latest look's days left, else
   its frozen plan's) and so free its slot;
-* the planned units per arm (R x n_fixed / v, never below the minimum) and the days to reach
-  them at the family's traffic, shared among its live experiments;
+* the planned units per arm (R x (1 - rho^2) x n_fixed / v, never below the minimum; the
+  factor 1 - rho^2 where CUPED applies and the family's history supports a reduction, as a
+  registration asks for by default) and the days to reach them at the family's traffic,
+  shared among its live experiments;
 * inverted, the smallest MDE whose plan is reached within a given number of days, found by
   bisection on the same plan (the plan's units fall as the MDE grows).
 """
@@ -43,7 +45,8 @@ _REGISTRATION_SCHEMA = {
     "direction": pl.String, "mde": pl.Float64, "alpha": pl.Float64, "power": pl.Float64,
     "baseline_mean": pl.Float64, "baseline_sd": pl.Float64, "min_samples_per_arm": pl.Int64,
     "randomization_unit": pl.String, "sessions_per_unit": pl.String, "guardrails": pl.String,
-    "metric_caps": pl.String, "expected_verified_share": pl.Float64, "registered_at": pl.Datetime("us", "UTC"),
+    "metric_caps": pl.String, "expected_verified_share": pl.Float64, "cuped": pl.Boolean,
+    "registered_at": pl.Datetime("us", "UTC"),
 }
 
 
@@ -69,6 +72,9 @@ class PlanRequest:
     min_samples_per_arm: int = 100
     verified_share: float = 1.0
     guardrails: int = 0
+    cuped: bool = True
+    """Ask for CUPED, as a registration does by default: the plan counts on the variance reduction the
+    family's history supports (``registration.cuped_basis`` says how much, or why none)."""
     at: dt.datetime | None = None
     """When it would register (UTC; default now): the traffic is the 28 days before."""
 
@@ -87,7 +93,7 @@ def registration(request: PlanRequest, mde: float | None = None) -> pl.DataFrame
         "baseline_sd": request.baseline_sd, "min_samples_per_arm": request.min_samples_per_arm,
         "randomization_unit": request.randomization_unit, "sessions_per_unit": "many",
         "guardrails": json.dumps(guardrails), "metric_caps": "{}", "expected_verified_share": request.verified_share,
-        "registered_at": request.at or dt.datetime.now(dt.UTC),
+        "cuped": request.cuped, "registered_at": request.at or dt.datetime.now(dt.UTC),
     }
     return pl.DataFrame([row], schema=_REGISTRATION_SCHEMA)
 
@@ -233,6 +239,8 @@ def answer(request: PlanRequest, family: FamilyState, days: float | None = None)
         "planned_unit": plan["planned_unit"], "n_fixed_per_arm": plan["n_fixed_per_arm"],
         "inflation": plan["inflation"], "verified_share": plan["verified_share"], "reachable": plan["reachable"],
         "unit_sd": plan["unit_sd"], "design_effect": plan["design_effect"], "variance_basis": plan["variance_basis"],
+        "cuped_asked": request.cuped, "cuped": plan["cuped"], "cuped_r2": plan["cuped_r2"],
+        "cuped_planned_r2": plan["cuped_planned_r2"], "cuped_basis": plan["cuped_basis"],
         "plan_reason": plan["plan_reason"], "traffic_per_day": plan["traffic_per_day"],
         "experiments_sharing_traffic": experiments_sharing(request, family, plan),
         "days_to_plan": plan["days_to_plan"], "next_free_slot": None, "days": days, "mde_within_days": None,

@@ -14,7 +14,7 @@ DESIGN section 6, *Family* and *Planned sample*:
   step; Holm is never less powerful than this Bonferroni split).
 * The planned sample counts randomization units (users for a user-randomized experiment,
   planned with the registered sd of the per-user value; sessions otherwise):
-  ``N_plan = max(min_samples, ceil(R * DE * n_fixed / v))`` for the control arm,
+  ``N_plan = max(min_samples, ceil(R * DE * (1 - rho^2) * n_fixed / v))`` for the control arm,
   the largest over the comparisons; each treatment arm is planned at its share ratio times it.
 * CUPED (:func:`cuped_applies`): asked for by the registration (its default) and supported by
   the family's history (:data:`MIN_HISTORY_USERS` units of the 28 days before registration
@@ -22,9 +22,13 @@ DESIGN section 6, *Family* and *Planned sample*:
   every comparison for the unit's pre-experiment mean over :data:`COVARIATE_WINDOW_DAYS`
   (``stats.cuped``). The plan of a success primary records the variance share the history's
   covariate explained (``cuped_r2``, the history's
-  :func:`~zcl_assets.stats.cuped.explained_share`, at most :data:`MAX_PLANNED_R2`); the planned
-  sample does not count on it yet (``1 - rho^2`` is taken as 1) until a simulation shows the
-  power at such a plan, so CUPED can only make an experiment end sooner than planned.
+  :func:`~zcl_assets.stats.cuped.explained_share`) and counts on a lower confidence bound of it
+  (:data:`CUPED_PLAN_CONFIDENCE`, :func:`~zcl_assets.stats.cuped.explained_share_bound`, at
+  most :data:`MAX_PLANNED_R2`), turned into the share of the difference's variance the
+  covariate removes (``cuped_planned_r2``, :func:`~zcl_assets.stats.cuped.difference_share`,
+  the treatment arm keeping ``1 - |d| / (1 - p)`` of a rate's covariance): the planned sample
+  is ``R (1 - cuped_planned_r2) n_fixed / v``, and ``cuped_basis`` says in words what it counts
+  on, or why nothing. Power at such plans is measured in ``benchmarks/simulate_cuped.py``.
 * An unreachable plan (``n_plan = inf``, reason stored) still gets a valid confidence
   sequence, tuned at :data:`~zcl_assets.stats.power.FALLBACK_TUNING_UNITS` units in each
   comparison (both arms together), and says that only adopt or reject can end it.
@@ -44,9 +48,9 @@ import polars as pl
 
 from zcl_assets.analysis.metrics import KINDS, counts_successes, kind_estimand, primary_kind_column, several_sessions_a_unit
 from zcl_assets.analysis.schema import EXPERIMENT_PLANS
-from zcl_assets.stats.cuped import Moments, explained_share
+from zcl_assets.stats.cuped import Moments, difference_share, explained_share, explained_share_bound
 from zcl_assets.stats.multiplicity import alpha_slot
-from zcl_assets.stats.power import FALLBACK_TUNING_UNITS, per_test_power, planned_sample
+from zcl_assets.stats.power import FALLBACK_TUNING_UNITS, arm_variances, inflation_at, per_test_power, planned_sample
 
 DEFAULT_ALPHA_SLOTS = 4
 """K: concurrent experiments per organization and task type. Seed note 000's generator
@@ -54,7 +58,8 @@ opens up to eight live tests per task type; eight slots would plan each at alpha
 1.4 times the sample of alpha/4 (at power 0.8), which low-traffic task types cannot reach.
 Four keeps samples reachable and the family-wise error at the registered alpha."""
 
-POLICY_VERSION = "registration-policy/1"
+POLICY_VERSION = "registration-policy/2"
+"""2: the planned sample counts on the CUPED reduction the family's history supports (1: it recorded it only)."""
 TRAFFIC_DAYS = 28
 COVARIATE_WINDOW_DAYS = 28
 """Days before an experiment's first assignment whose verified sessions give a unit's CUPED covariate."""
@@ -66,12 +71,22 @@ ARMS_DTYPE = pl.List(pl.Struct({"name": pl.String, "allocation": pl.Float64}))
 GUARDRAILS_DTYPE = pl.List(pl.Struct({"metric": pl.String, "direction": pl.String, "margin": pl.Float64}))
 
 
+CUPED_PLAN_CONFIDENCE = 0.9
+"""One-sided confidence of the lower bound of the history's ``rho^2`` that a plan counts on
+(``stats.cuped.explained_share_bound``): the history's own ``R^2`` over-states it in a small
+history, and a plan that took it at its word lost the registered power there
+(``benchmarks/simulate_cuped.py``, docs/statistics.md section 13)."""
+
+
 @dataclass(frozen=True)
 class RegistrationPolicy:
-    """The registration policy: ``alpha_slots`` concurrent experiments per family."""
+    """The registration policy: ``alpha_slots`` concurrent experiments per family, and the
+    confidence of the CUPED reduction a plan counts on (None: the history's ``R^2`` as
+    measured, which only the simulations use, to show what the bound is for)."""
 
     alpha_slots: int = DEFAULT_ALPHA_SLOTS
     version: str = POLICY_VERSION
+    cuped_confidence: float | None = CUPED_PLAN_CONFIDENCE
 
     def __post_init__(self):
         if int(self.alpha_slots) != self.alpha_slots or self.alpha_slots < 1:
@@ -206,9 +221,15 @@ def _plan_comparisons(registrations: pl.DataFrame, slots: pl.DataFrame, policy: 
         .join(traffic, on="experiment_id", how="left")
         .with_columns(pl.col("n_guardrails").fill_null(0), pl.col("history_users").fill_null(0))
     )
-    comparisons = comparisons.with_columns(cuped_applies().alias("cuped")).with_columns(
-        pl.when(pl.col("cuped") & counts_successes(pl.col("primary_metric")))  # the history measures successes
-        .then(pl.Series("r2", history_r2(comparisons)).clip(0.0, MAX_PLANNED_R2)).alias("cuped_r2"))
+    r2 = history_r2(comparisons)
+    bound = explained_share_bound(r2, comparisons.get_column("cuped_n").cast(pl.Float64).to_numpy(),
+                                  policy.cuped_confidence)
+    measured = pl.col("cuped") & counts_successes(pl.col("primary_metric"))  # the history measures successes
+    comparisons = comparisons.with_columns(pl.col("cuped").fill_null(True).alias("cuped_asked"),
+                                           cuped_applies().alias("cuped")).with_columns(
+        pl.when(measured).then(pl.Series("r2", r2).fill_nan(None)).alias("cuped_r2"),
+        pl.when(measured).then(pl.Series("bound", bound).fill_nan(0.0).clip(0.0, MAX_PLANNED_R2)).otherwise(0.0)
+        .alias("cuped_bound"))
     exported = (aggregate_exports.get_column("experiment_id") if aggregate_exports is not None
                 else pl.Series("experiment_id", [], dtype=pl.String))  # pragma: no mutate
     several = several_sessions_a_unit(pl.col("experiment_id").is_in(exported.implode()))
@@ -227,8 +248,11 @@ def _plan_comparisons(registrations: pl.DataFrame, slots: pl.DataFrame, policy: 
 def _planned_samples(comparisons: pl.DataFrame) -> pl.DataFrame:
     """The planned control-arm sample of each comparison by its kind's power formula
     (``n_plan_c``, ``n_fixed_c``, the inflation ``r_c`` calibrated at its alpha and per-test
-    power, and the reason ``why`` when unreachable)."""
+    power, the reason ``why`` when unreachable, and ``cuped_planned_r2``: the share of the
+    difference's variance the plan counts on CUPED to remove, from the history's bound
+    ``cuped_bound``, :func:`~zcl_assets.stats.cuped.difference_share`)."""
     n_plan = np.full(comparisons.height, np.inf)
+    reduction = np.zeros(comparisons.height)
     n_fix = np.full(comparisons.height, np.nan)
     inflation = np.full(comparisons.height, np.nan)
     reason = np.full(comparisons.height, "", dtype=object)
@@ -241,17 +265,35 @@ def _planned_samples(comparisons: pl.DataFrame) -> pl.DataFrame:
         i = kind_of == kind.name
         if kind.power_formula is None or not i.any():
             continue
-        plan = planned_sample(
+        power = per_test_power(col("power")[i], col("n_guardrails")[i])
+        r = inflation_at(col("comparison_alpha")[i], power)
+        var_c, var_t, _ = arm_variances(col("baseline_mean")[i], col("mde_signed")[i], col("unit_sd")[i],
+                                        kind.power_formula)
+        reduction[i] = np.nan_to_num(difference_share(col("cuped_bound")[i], var_c, var_t, col("ratio")[i],
+                                                      _covariance_kept(col("baseline_mean")[i], col("mde_signed")[i],
+                                                                       kind.power_formula)))
+        plan = planned_sample(  # n_fixed / v times R, and times 1 - rho^2 where the plan counts on CUPED
             baseline_mean=col("baseline_mean")[i], mde=col("mde_signed")[i], alpha=col("comparison_alpha")[i],
-            power=per_test_power(col("power")[i], col("n_guardrails")[i]), min_samples=col("min_samples_per_arm")[i],
-            allocation_ratio=col("ratio")[i], baseline_sd=col("unit_sd")[i], metric=kind.power_formula,
+            power=power, min_samples=col("min_samples_per_arm")[i], allocation_ratio=col("ratio")[i],
+            baseline_sd=col("unit_sd")[i], metric=kind.power_formula, inflation=r * (1 - reduction[i]),
             verified_share=col("expected_verified_share")[i],
         )
-        n_plan[i], n_fix[i], inflation[i], reason[i] = plan.n_plan, plan.n_fixed, plan.inflation, plan.reason
+        n_plan[i], n_fix[i], inflation[i], reason[i] = plan.n_plan, plan.n_fixed, r, plan.reason
     return comparisons.with_columns(
         pl.Series("n_plan_c", n_plan), pl.Series("n_fixed_c", n_fix), pl.Series("r_c", inflation).fill_nan(None),
-        pl.Series("why", reason.tolist(), dtype=pl.String)
+        pl.Series("why", reason.tolist(), dtype=pl.String), pl.Series("cuped_planned_r2", reduction),
     )
+
+
+def _covariance_kept(baseline: np.ndarray, mde: np.ndarray, formula: str) -> np.ndarray:
+    """The share of the control's covariance with the CUPED covariate the treatment arm keeps, as the
+    plan assumes it (``stats.cuped.difference_share``): for a rate, a treatment that moves each unit
+    by a share of what it can move (``1 - |d| / (1 - p)`` for an increase, ``1 - |d| / p`` for a
+    decrease); for a mean, one that moves every unit alike (1)."""
+    if formula != "binary":
+        return np.ones_like(baseline)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return 1 - np.abs(mde) / np.where(mde > 0, 1 - baseline, baseline)
 
 
 def _planned_units(arms: pl.DataFrame, per_experiment: pl.DataFrame) -> pl.DataFrame:
@@ -309,6 +351,7 @@ def plan_registrations(
     slots = assign_slots(registrations, existing, events, policy)
     traffic = _history(traffic)
     comparisons = _planned_samples(_plan_comparisons(registrations, slots, policy, aggregate_exports, traffic))
+    comparisons = comparisons.with_columns(cuped_basis(policy.cuped_confidence).alias("cuped_basis"))
     per_experiment = comparisons.group_by("experiment_id", maintain_order=True).agg(  # pragma: no mutate
         pl.col("n_plan_c").max().alias("planned_n_per_arm"),
         pl.col("n_fixed_c").max().alias("n_fixed_per_arm"),
@@ -318,7 +361,9 @@ def plan_registrations(
         pl.col("ratio").sum().alias("sum_ratio"),
         pl.first("org_id", "task_type", "admitted", "alpha_slot", "alpha_share", "n_comparisons", "comparison_alpha",
                  "metric_kind", "randomization_unit", "sessions_per_unit", "expected_verified_share", "n_guardrails",
-                 "concurrent", "unit_sd", "design_effect", "variance_basis", "cuped", "cuped_r2"),
+                 "concurrent", "unit_sd", "design_effect", "variance_basis", "cuped", "cuped_r2",
+                 "cuped_basis"),
+        pl.col("cuped_planned_r2").min(),
     )
     traffic = traffic.select("experiment_id", "traffic_per_day")
     reachable = pl.col("planned_n_per_arm").is_finite()
@@ -383,6 +428,30 @@ def cuped_applies() -> pl.Expr:
     """CUPED applies: the registration asks for it (null: its default, yes) and at least
     :data:`MIN_HISTORY_USERS` units of the family's last 28 days had a covariate (Boolean)."""
     return pl.col("cuped").fill_null(True) & (pl.col("cuped_sh").fill_null(0) >= MIN_HISTORY_USERS)
+
+
+def cuped_basis(confidence: float | None) -> pl.Expr:
+    """What the plan counts on from CUPED and why, in words (String expression over the frame of
+    ``_plan_comparisons``: ``cuped_asked`` by the registration, ``cuped`` applies, the history's
+    ``cuped_r2`` and the ``cuped_planned_r2`` bound at ``confidence``)."""
+    units, n = pl.col("cuped_sh").fill_null(0).cast(pl.Int64), pl.col("cuped_n").fill_null(0)
+    none = "no adjustment, and the plan counts on no variance reduction"
+    bound = (f"its lower {confidence:.0%} confidence bound (Olkin and Finn 1995)" if confidence is not None
+             else "the history's own figure")
+    return (
+        pl.when(~pl.col("cuped_asked")).then(pl.lit(f"CUPED not asked for by the registration: {none}"))
+        .when(~pl.col("cuped")).then(pl.format(
+            "CUPED asked for, but {} units of the family's last 28 days had a pre-period mean and {} are needed: " + none,
+            units, pl.lit(MIN_HISTORY_USERS)))
+        .when(pl.col("cuped_r2").is_null()).then(pl.format(
+            "CUPED applies ({} units of the family's last 28 days had a pre-period mean); the plan counts on no variance "
+            "reduction: the history's rho^2 is measured on success only", units))
+        .otherwise(pl.format(
+            "CUPED applies (Deng et al. 2013): in the family's last 28 days each unit's pre-period mean explained "
+            "rho^2 = {} of the variance ({} units, {} of them with a pre-period mean); the plan counts on {}, " + bound
+            + ", so it plans 1 - {} of the units it would without", pl.col("cuped_r2").round(4), n, units,
+            pl.col("cuped_planned_r2").round(4), pl.col("cuped_planned_r2").round(4)))
+    )
 
 
 def history_r2(history: pl.DataFrame) -> np.ndarray:

@@ -311,7 +311,8 @@ class Progress(NamedTuple):
 
 
 def _power(at: Nights, n_c: np.ndarray) -> np.ndarray:
-    """Power reached at ``n_c`` control units by each primary comparison's kind (never the observed effect)."""
+    """Power reached at ``n_c`` control units by each primary comparison's kind (never the observed effect),
+    with the variance reduction its plan counts on from CUPED (``cuped_planned_r2``)."""
     power = np.full(at.e.shape, np.nan)
     is_primary = at.design.get_column("is_primary").to_numpy()
     for kind in KINDS.values():
@@ -321,7 +322,7 @@ def _power(at: Nights, n_c: np.ndarray) -> np.ndarray:
         power[sel] = power_at(n_c[sel], at.column("mde_signed")[sel], at.column("baseline_mean")[sel],
                               at.column("comparison_alpha")[sel], at.column("ratio")[sel],
                               baseline_sd=at.column("unit_sd")[sel], metric=kind.power_formula,
-                              inflation=at.column("inflation")[sel])
+                              inflation=at.column("inflation")[sel] * (1 - np.nan_to_num(at.column("cuped_planned_r2")[sel])))
     return power
 
 

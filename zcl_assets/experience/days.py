@@ -1,8 +1,9 @@
 """The daily counts of the experience, kept from its change log.
 
 ``internal.experience_days`` holds, per experiment, arm, day of assignment, day of the verified
-outcome, model and budget, how many sessions the experience has, how many of them are verified
-with a success value and their successes (``sql/aggregate_experience_days.sql``). What is read
+outcome, model, budget and evaluator, how many sessions the experience has and, of the verified
+ones with a value of the primary metric, their count and the exact sums of the value and its
+square (``sql/aggregate_experience_days.sql``). What is read
 as of a night (the report's sessions and verified sessions, the segment breakdowns) sums these
 rows instead of reading the experience, so it costs what the days hold, not the history.
 
@@ -16,8 +17,10 @@ from __future__ import annotations
 import datetime as dt
 
 import duckdb
+import polars as pl
 
 from sql import load_sql
+from zcl_assets.analysis.metrics import CATALOGUE
 from zcl_assets.ingest import changelog
 from zcl_assets.ingest.versions import code_fingerprint
 from zcl_assets.warehouse import has_table, transaction
@@ -26,9 +29,15 @@ _SQL = ("create_experience_days", "aggregate_experience_days")
 _EARLIEST = dt.date(1, 1, 1)
 
 
+def _resolutions() -> pl.DataFrame:
+    """Each metric of the catalogue and the resolution its values are summed at."""
+    return pl.DataFrame([(m.name, m.resolution) for m in CATALOGUE.values()],
+                        schema={"metric": pl.String, "resolution": pl.Float64}, orient="row")
+
+
 def _changes(con: duckdb.DuckDBPyConnection) -> tuple[changelog.Changes, str]:
     """The experience changes the daily counts have to read (all, the first time or under new code), and their fingerprint."""
-    fingerprint = code_fingerprint(*(load_sql(n) for n in _SQL))
+    fingerprint = code_fingerprint(*(load_sql(n) for n in _SQL), str(_resolutions().rows()))
     built = has_table(con, "internal.experience_days")
     return changelog.changes_since(con, "experience_days", fingerprint if built else ""), fingerprint
 
@@ -46,7 +55,7 @@ def update_experience_days(con: duckdb.DuckDBPyConnection) -> bool:
     source = has_table(con, "main.experience")
     scope = ("SELECT experiment_id, CAST(NULL AS DATE) AS day FROM experience GROUP BY ALL" if changes.full and source
              else f"SELECT DISTINCT experiment_id, day FROM {changes.relation} WHERE experiment_id IS NOT NULL")
-    with transaction(con):
+    with transaction(con, metric_resolutions=_resolutions()):
         if changes.full:
             con.execute("DROP TABLE IF EXISTS internal.experience_days")
             con.execute(load_sql("create_experience_days"))

@@ -76,6 +76,7 @@ class ExperimentView:
             evaluation contract does not count (an outcome with no evaluator is of kind ``unknown``).
         first_assigned_at: ISO time of the first assignment (None for aggregate sources).
         breakdowns: this experiment's ``segment_breakdowns`` rows (exploratory; empty when none).
+        plan: its frozen ``experiment_plans`` row (empty when the warehouse has none).
     """
 
     registration: dict
@@ -90,6 +91,7 @@ class ExperimentView:
     first_assigned_at: str | None = None
     assigned_units: dict[str, int] = field(default_factory=dict)
     breakdowns: pl.DataFrame = field(default_factory=pl.DataFrame)
+    plan: dict = field(default_factory=dict)
 
     # -- registration ---------------------------------------------------------------------------
     @property
@@ -412,6 +414,8 @@ def load_views(
                   else pl.DataFrame(schema={"experiment_id": pl.String}))
     units = _assigned_units(con, wanted)
     uncounted = _uncounted_outcomes(con, wanted)
+    plans = ({r["experiment_id"]: r for r in con.execute("SELECT * FROM experiment_plans").pl().to_dicts()}
+             if "experiment_plans" in tables else {})
 
     views = []
     for (experiment_id,), rows in wanted.partition_by("experiment_id", as_dict=True, maintain_order=True).items():
@@ -435,6 +439,7 @@ def load_views(
                 uncounted_kinds={k: n for e, k, n in uncounted.iter_rows() if e == experiment_id},
                 first_assigned_at=first.isoformat() if first is not None else None,
                 assigned_units=dict(zip(assigned.get_column("arm").to_list(), assigned.get_column("units").to_list())),
+                plan=plans.get(experiment_id, {}),
             )
         )
     return sort_views(views)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from zcl_assets.analysis.metrics import metric_spec
+from zcl_assets.analysis.registration import MIN_HISTORY_USERS
 from zcl_assets.reports.experiments import NOT_COMPUTED, Arm, ExperimentView
 from zcl_assets.reports.methods import method_name
 
@@ -215,6 +216,43 @@ def comparison_label(view: ExperimentView, row: dict) -> str:
         label += f" ({kind}{', decides' if row.get('decision') else ', reported beside'})"
     return label
 
+
+
+CUPED = "CUPED (Deng et al. 2013)"
+"""How the reports name the variance reduction by each unit's pre-experiment mean."""
+
+
+def cuped_sentence(view: ExperimentView, row: dict) -> str:
+    """Whether CUPED adjusted a comparison and by how much, or why it did not, e.g. ``CUPED (Deng et
+    al. 2013): variance reduced by 22.4%`` or ``no CUPED: no history (...)``; empty for an analysis
+    that does not say (a warehouse written before CUPED)."""
+    if row.get("cuped"):
+        reduced = row.get("variance_reduction")
+        return f"{CUPED}: variance reduced by " + (f"{reduced:.1%}" if _real(reduced) else NOT_COMPUTED)
+    if "cuped" not in row or not view.plan:
+        return ""
+    if row.get("source") == "arm_snapshots":
+        why = "an aggregate export has no unit to carry a pre-period mean"
+    elif view.registration.get("cuped") is False:
+        why = "not asked for by the registration"
+    elif not view.plan.get("cuped"):
+        why = f"no history (fewer than {MIN_HISTORY_USERS} units with a pre-period mean before registration)"
+    elif row.get("metric_kind") == "ratio_of_sums":
+        why = "a ratio of sums is not adjusted"
+    else:
+        why = "no unit of the comparison has a pre-period mean yet"
+    return f"no CUPED: {why}"
+
+
+def segment_arm(row: dict, arm: str) -> str:
+    """One arm of a segment breakdown row (``arm``: ``control`` or ``treatment``): successes over sessions of
+    a rate (``255 / 500``), else the mean with its sd over the sessions (``28.4 (sd 7.9), n 45``)."""
+    n = row[f"n_{arm}"]
+    if row.get(f"x_{arm}") is not None:
+        return f"{count(row[f'x_{arm}'])} / {count(n)}"
+    if not n:
+        return "n 0"
+    return f"{number(row[f'mean_{arm}'])} (sd {number(row[f'sd_{arm}'])}), n {count(n)}"
 
 
 def segment_label(segment: str) -> str:

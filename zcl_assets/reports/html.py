@@ -15,7 +15,6 @@ import html
 import os
 from collections.abc import Mapping, Sequence
 
-from zcl_assets.analysis.breakdowns import METHOD as BREAKDOWN_METHOD
 from zcl_assets.reports.alarms import SYMBOL
 from zcl_assets.reports.experiments import ATTENTION_ORDER, NOT_COMPUTED, ExperimentView
 from zcl_assets.reports.formatting import (
@@ -23,6 +22,7 @@ from zcl_assets.reports.formatting import (
     arm_figure,
     comparison_label,
     count,
+    cuped_sentence,
     days_left_text,
     direction_words,
     figure_label,
@@ -34,6 +34,7 @@ from zcl_assets.reports.formatting import (
     plan_reached,
     progress_sentence,
     quarantine_sentence,
+    segment_arm,
     segment_label,
     signed,
     srm_sentence,
@@ -302,7 +303,7 @@ def _breakdowns_table(view: ExperimentView) -> str:
         return ""
     rows = [
         f'<p><b>Exploratory, never a decision:</b> {_e(view.primary_metric)} by the sessions\' model and budget '
-        f'(sessions, every epoch; {_e(BREAKDOWN_METHOD)})</p>',
+        f'(sessions, every epoch; {_e(view.breakdowns.get_column("method")[0])})</p>',
         "<table><tr><th class=l>comparison</th><th class=l>by</th><th class=l>segment</th><th>control</th>"
         "<th>treatment</th><th>difference</th><th>95% interval<br><span class=muted>descriptive</span></th>"
         "<th>p<br><span class=muted>BH-adjusted</span></th></tr>",
@@ -310,8 +311,8 @@ def _breakdowns_table(view: ExperimentView) -> str:
     for r in view.breakdowns.head(TABLE_ROWS).iter_rows(named=True):
         rows.append(
             f"<tr><td class=l>{_e(r['treatment_arm'])} vs {_e(r['control_arm'])}</td><td class=l>{_e(r['dimension'])}</td>"
-            f"<td class=l>{_e(segment_label(r['segment']))}</td><td>{r['x_control']:,} / {r['n_control']:,}</td>"
-            f"<td>{r['x_treatment']:,} / {r['n_treatment']:,}</td><td>{_e(signed(r['difference']))}</td>"
+            f"<td class=l>{_e(segment_label(r['segment']))}</td><td>{_e(segment_arm(r, 'control'))}</td>"
+            f"<td>{_e(segment_arm(r, 'treatment'))}</td><td>{_e(signed(r['difference']))}</td>"
             f"<td>{_e(interval(r['ci_low'], r['ci_high']))}</td><td>{_e(p_value(r['p_bh']))}</td></tr>"
         )
     rows += [_more(view.breakdowns.height, 8, view), "</table>"]
@@ -336,7 +337,8 @@ def _comparisons_table(view: ExperimentView) -> str:
             f"<tr><td class=l>{_e(metric)}<br><span class=muted>{_e(role)}; {_e(direction_words(view.direction_of(metric)))}</span></td>"
             f"<td class=l>{_e(comparison_label(view, r))}</td>"
             f"<td class=l>{badge(r['decision']) if r.get('decision') else _e(NOT_COMPUTED)}</td>"
-            f"<td>{_e(signed(r['difference']))}</td><td><b>{_e(interval(r['cs_low'], r['cs_high']))}</b></td>"
+            f"<td>{_e(signed(r['difference']))}{_muted(cuped_sentence(view, r))}</td>"
+            f"<td><b>{_e(interval(r['cs_low'], r['cs_high']))}</b></td>"
             f"<td>{_e(p_value(r.get('cs_p_value')))} / {_e(p_value(adjusted) if adjusted is not None else NOT_COMPUTED)}</td>"
             f"<td>{_e(interval(r['ci_low'], r['ci_high']))}<br><span class=muted>{_e(method_name(r['ci_method']))}</span></td>"
             f"<td>{_e(p_value(r['p_value']))}<br><span class=muted>{_e(method_name(r['p_method']))}</span></td>"
@@ -345,6 +347,11 @@ def _comparisons_table(view: ExperimentView) -> str:
     rows += [_more(view.comparisons.height, 9, view)]
     rows.append("</table>")
     return "".join(rows)
+
+
+def _muted(text: str) -> str:
+    """``text`` on its own line in the cell, muted (nothing when empty)."""
+    return f"<br><span class=muted>{_e(text)}</span>" if text else ""
 
 
 def _more(rows: int, columns: int, view: ExperimentView) -> str:

@@ -25,7 +25,6 @@ from urllib.parse import quote
 
 import polars as pl
 
-from zcl_assets.analysis.breakdowns import METHOD
 from zcl_assets.reports.alarms import SYMBOL
 from zcl_assets.reports.experiments import NOT_COMPUTED, ExperimentView
 from zcl_assets.reports.formatting import (
@@ -36,6 +35,7 @@ from zcl_assets.reports.formatting import (
     p_is,
     p_value,
     plan_reached,
+    segment_arm,
     segment_label,
     signed,
 )
@@ -175,16 +175,16 @@ def plots_markdown(view: ExperimentView, forest_svg: bytes, history_svg: bytes) 
 def breakdowns_markdown(view: ExperimentView) -> str:
     """The exploratory breakdown of the primary metric by model and budget, for the experiment's page."""
     if not view.breakdowns.height:
-        return "No breakdown: the primary metric is not a rate, or no verified session yet."
+        return "No breakdown: no verified session with a value of the primary metric yet."
 
     frame = view.breakdowns.select(
         pl.format("{} vs {}", "treatment_arm", "control_arm").alias("comparison"), pl.col("dimension").alias("by"),
         pl.col("segment").map_elements(segment_label, return_dtype=pl.String),
-        pl.format("{} / {}", "x_control", "n_control").alias("control"),
-        pl.format("{} / {}", "x_treatment", "n_treatment").alias("treatment"),
+        *[pl.struct(pl.all()).map_elements(lambda r, arm=arm: segment_arm(r, arm), return_dtype=pl.String).alias(arm)
+          for arm in ("control", "treatment")],
         pl.struct("difference", "ci_low", "ci_high", "p_bh").map_elements(
             lambda r: f"{signed(r['difference'])} {interval(r['ci_low'], r['ci_high'])}, BH p {p_value(r['p_bh'])}",
             return_dtype=pl.String).alias("difference, 95% interval, adjusted p"),
     )
     return (f"**Exploratory, never a decision**: {text(view.primary_metric)} by the sessions' model and budget "
-            f"(sessions, every epoch; {text(METHOD)}).\n\n" + markdown_table(frame))
+            f"(sessions, every epoch; {text(view.breakdowns.get_column('method')[0])}).\n\n" + markdown_table(frame))

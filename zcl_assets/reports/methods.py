@@ -21,6 +21,7 @@ METHOD_NAMES: dict[str, str] = {
     "miettinen_nurminen": "Miettinen-Nurminen score interval",
     "welch": "Welch t interval",
     "stratified_normal": "normal approximation stratified by allocation period",
+    "cuped_normal": "normal approximation of the CUPED-adjusted difference",
     "delta_method_per_user_sums": "delta method on per-user sums",
     # tests (descriptive)
     "fisher_exact": "Fisher's exact test",
@@ -42,6 +43,7 @@ REFERENCES: dict[str, str] = {
     "miettinen_nurminen_score": "Miettinen and Nurminen 1985",
     "delta_method_per_user_sums": "Deng, Lu and Litz 2018",
     "delta_method_z": "Deng, Lu and Litz 2018",
+    "cuped_normal": "Deng, Xu, Kohavi and Walker 2013",
 }
 
 NOT_COMPUTED = "not computed"

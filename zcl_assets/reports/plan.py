@@ -27,14 +27,17 @@ def plan_text(figures: dict) -> str:
     if figures["planned_n_per_arm"] is None:
         lines.append(f"planned sample: unreachable ({figures['plan_reason']})")
     else:
+        reduction = figures["cuped_planned_r2"] or 0.0
+        cuped = f" x (1 - {number(reduction, 4)}) for CUPED" if reduction > 0 else ""
         lines.append(f"planned sample: {count(figures['planned_n_per_arm'])} {unit} per arm (fixed-horizon "
-                     f"{count(figures['n_fixed_per_arm'])} x R {number(figures['inflation'])} / verified share "
+                     f"{count(figures['n_fixed_per_arm'])} x R {number(figures['inflation'])}{cuped} / verified share "
                      f"{number(figures['verified_share'])}); per arm {_units(figures['planned_units'])}")
         lines.append(f"R {number(figures['inflation'])}: what the confidence sequence, read every night, needs beyond a "
                      f"single fixed-horizon test to keep power {number(figures['power'])} at the plan, calibrated at "
                      f"{number(figures['comparison_alpha'])} (docs/statistics.md, section 4)")
     if figures["variance_basis"]:
         lines.append(f"variance: {figures['variance_basis']}")
+    lines.append(f"variance reduction: {figures['cuped_basis']}")
     traffic = figures["traffic_per_day"]
     if not traffic:
         lines.append(f"traffic: no {unit} of this family in the 28 days before; days to the plan unknown")

@@ -21,6 +21,7 @@ from zcl_assets.reports.experiments import NOT_COMPUTED, ExperimentView
 from zcl_assets.reports.formatting import (
     arm_figure,
     comparison_label,
+    cuped_sentence,
     direction_words,
     figure_label,
     interval,
@@ -283,11 +284,11 @@ def _metric_block(view: ExperimentView, metric: str) -> list[str]:
             INDENT * 2,
         )
     for r in rows.iter_rows(named=True):
-        lines += _comparison_lines(r, r.get("role") or role, comparison_label(view, r))
+        lines += _comparison_lines(r, r.get("role") or role, comparison_label(view, r), cuped_sentence(view, r))
     return lines
 
 
-def _comparison_lines(r: dict, role: str, label: str) -> list[str]:
+def _comparison_lines(r: dict, role: str, label: str, cuped: str = "") -> list[str]:
     decision = r.get("decision")
     head = f"{label}: difference {signed(r['difference'])}, "
     head += glue(f"CS {interval(r['cs_low'], r['cs_high'])}")
@@ -310,4 +311,6 @@ def _comparison_lines(r: dict, role: str, label: str) -> list[str]:
         tail.append(f"guardrail: {r['guardrail_status']}")
     if r.get("interval_test_disagree"):
         tail.append("note: the descriptive interval and test disagree (small table)")
+    if cuped:
+        tail.append(cuped)
     return wrap(head + "; " + "; ".join(tail), INDENT * 2, hanging="    ")

@@ -6,6 +6,12 @@ each with one to four treatment arms, registered through the production registra
 (``registration.plan_registrations``, ``design.comparisons``), with cumulative binary
 figures per arm and night. The output is an ``engine.LookInputs``, so the decisions come
 from exactly the code the nightly run uses.
+
+With a world of returning users (``FamilyDesign.returning``, ``simulation.returning``), every
+unit is drawn with its pre-experiment covariate, the arms carry the CUPED sums the look reads
+(``engine.COVARIATE_COLUMNS``), and each family's registrations are planned against a history
+drawn from the same world (the ``cuped_*`` sums of ``sql/measure_family_traffic.sql``), so the
+plan's variance reduction is measured as a registration measures it.
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ import numpy as np
 import polars as pl
 
 from zcl_assets.analysis.design import comparisons
-from zcl_assets.analysis.engine import STAT_COLUMNS, LookInputs
-from zcl_assets.analysis.registration import RegistrationPolicy, decode_arms, plan_registrations
+from zcl_assets.analysis.engine import COVARIATE_COLUMNS, STAT_COLUMNS, LookInputs
+from zcl_assets.analysis.registration import TRAFFIC_DAYS, RegistrationPolicy, decode_arms, plan_registrations
+from zcl_assets.simulation.returning import ReturningUsers, arm_night_sums, centered, draw_units, history_sums
 
 UTC = dt.timezone.utc
 START = dt.date(2026, 10, 1)
@@ -40,6 +47,10 @@ class FamilyDesign:
         first_arm_only: only ``t1`` carries the effect (the least favourable case for Holm).
         mde: registered MDE.
         alpha: registered alpha (each experiment gets alpha / K).
+        returning: a world of returning users with a pre-experiment covariate (None: the units
+            have no history, and no covariate sums are written).
+        cuped: what the registrations ask for (``cuped``: adjust for the covariate where the
+            history supports it).
     """
 
     per_family: int = 4
@@ -51,6 +62,8 @@ class FamilyDesign:
     first_arm_only: bool = False
     mde: float = 0.05
     alpha: float = 0.05
+    returning: ReturningUsers | None = None
+    cuped: bool = True
 
 
 def _registrations(n_families: int, design: FamilyDesign) -> pl.DataFrame:
@@ -68,35 +81,74 @@ def _registrations(n_families: int, design: FamilyDesign) -> pl.DataFrame:
                 "control_arm": "control", "primary_metric": "success", "direction": "increase", "mde": design.mde,
                 "alpha": design.alpha, "power": 0.8, "baseline_mean": design.baseline, "baseline_sd": None,
                 "min_samples_per_arm": 50, "randomization_unit": "session", "sessions_per_unit": "many",
-                "guardrails": "[]", "metric_caps": None, "expected_verified_share": 1.0,
+                "guardrails": "[]", "metric_caps": None, "expected_verified_share": 1.0, "cuped": design.cuped,
                 "registered_at": t0 + dt.timedelta(seconds=i),
             })
     return pl.DataFrame(rows, schema_overrides={"baseline_sd": pl.Float64, "metric_caps": pl.String,
                                                 "registered_at": pl.Datetime("us", "UTC")})
 
 
-def _nightly_figures(rng: np.random.Generator, arm_rows: pl.DataFrame, design: FamilyDesign) -> pl.DataFrame:
-    """Cumulative binary figures of every arm at every night (``LookInputs.arm_stats`` columns), vectorised."""
-    nights = design.nights
-    new = rng.poisson(design.units_per_arm_night, size=(arm_rows.height, nights))
+def _arm_effects(arm_rows: pl.DataFrame, design: FamilyDesign) -> np.ndarray:
+    """The true difference of every arm from its control (0 for the control arms)."""
     treated = ~arm_rows.get_column("is_control").to_numpy()
     if design.first_arm_only:
         treated &= arm_rows.get_column("arm").to_numpy() == "t1"
-    p = np.where(treated, design.baseline + design.effect, design.baseline)[:, None]
-    succ = rng.binomial(new, p)
-    n, s = new.cumsum(axis=1), succ.cumsum(axis=1)
+    return np.where(treated, design.effect, 0.0)
+
+
+def _unit_sums(rng: np.random.Generator, new: np.ndarray, effect: np.ndarray, design: FamilyDesign) -> dict:
+    """Cumulative sufficient statistics ``[arm, night]`` of units drawn one by one from the world
+    of returning users, with their covariate sums (``simulation.returning.centered``)."""
+    arms, nights = new.shape
+    raw = []
+    for night in range(nights):
+        arm = np.repeat(np.arange(arms), new[:, night])
+        raw.append(arm_night_sums(draw_units(rng, design.returning, design.baseline, effect[arm]), arm, arms))
+    return centered({k: np.cumsum(np.stack([r[k] for r in raw], axis=1), axis=1) for k in raw[0]})
+
+
+def _binomial_sums(rng: np.random.Generator, new: np.ndarray, effect: np.ndarray, design: FamilyDesign) -> dict:
+    """Cumulative binary sufficient statistics ``[arm, night]`` of units without history."""
+    succ = rng.binomial(new, (design.baseline + effect)[:, None])
+    n, s = new.cumsum(axis=1).astype(float), succ.cumsum(axis=1).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m2 = np.where(n > 0, s - s**2 / np.where(n > 0, n, 1), 0.0)
+    zero = np.zeros_like(n)
+    return {"n": n, "sum_v": s, "m2_v": m2, "successes": s, "observations": n, "sum_y": s, "sum_m": n, "c_yy": m2,
+            "c_mm": zero, "c_ym": zero}
+
+
+def _nightly_figures(rng: np.random.Generator, arm_rows: pl.DataFrame, design: FamilyDesign) -> pl.DataFrame:
+    """Cumulative binary figures of every arm at every night (``LookInputs.arm_stats`` columns,
+    with the covariate's where the world has returning users), vectorised."""
+    nights = design.nights
+    new = rng.poisson(design.units_per_arm_night, size=(arm_rows.height, nights))
+    effect = _arm_effects(arm_rows, design)
+    sums = (_binomial_sums if design.returning is None else _unit_sums)(rng, new, effect, design)
     days = pl.Series([START + dt.timedelta(days=d) for d in range(nights)], dtype=pl.Date)
     idx = np.repeat(np.arange(arm_rows.height), nights)
-    nn, ss = n.ravel().astype(float), s.ravel().astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        m2 = np.where(nn > 0, ss - ss**2 / np.where(nn > 0, nn, 1), 0.0)
     return pl.DataFrame({
         "experiment_id": arm_rows.get_column("experiment_id").gather(idx),
         "metric": "success", "arm": arm_rows.get_column("arm").gather(idx), "segment": 0,
-        "day": days.gather(np.tile(np.arange(nights), arm_rows.height)),
-        "n": nn, "sum_v": ss, "m2_v": m2, "variance": None, "successes": ss, "observations": nn,
-        "sum_y": ss, "sum_m": nn, "c_yy": m2, "c_mm": 0.0, "c_ym": 0.0,
-    }, schema_overrides={"segment": pl.Int64, "variance": pl.Float64, "c_mm": pl.Float64, "c_ym": pl.Float64})
+        "day": days.gather(np.tile(np.arange(nights), arm_rows.height)), "variance": None,
+        **{k: v.ravel() for k, v in sums.items()},
+    }, schema_overrides={"segment": pl.Int64, "variance": pl.Float64})
+
+
+def _family_history(rng: np.random.Generator, reg: pl.DataFrame, design: FamilyDesign) -> pl.DataFrame | None:
+    """Per registration, what ``sql/measure_family_traffic.sql`` would measure of its family's 28
+    days before: the traffic, and the ``cuped_*`` sums of a history drawn from the world (one per
+    family, shared by its experiments); None without returning users."""
+    if design.returning is None:
+        return None
+    arms = decode_arms(reg).join(reg.select("experiment_id", "org_id"), on="experiment_id")
+    traffic = arms.group_by("org_id", maintain_order=True).agg((pl.len() * design.units_per_arm_night).alias("traffic_per_day"))
+    rows = []
+    for org, per_day in traffic.iter_rows():
+        units = design.returning.history_units or int(round(per_day * TRAFFIC_DAYS))
+        rows.append({"org_id": org, "traffic_per_day": per_day, "verified_share": 1.0, "success_rate": design.baseline,
+                     "history_users": 0, **history_sums(rng, design.returning, design.baseline, units)})
+    return reg.select("experiment_id", "org_id").join(pl.DataFrame(rows), on="org_id").drop("org_id")
 
 
 def simulate_families(n_families: int, design: FamilyDesign | None = None, seed: int = 1,
@@ -115,13 +167,16 @@ def simulate_families(n_families: int, design: FamilyDesign | None = None, seed:
     design = design or FamilyDesign()
     rng = np.random.default_rng(seed)
     reg = _registrations(n_families, design)
-    plans = plan_registrations(reg, policy=policy or RegistrationPolicy())
+    plans = plan_registrations(reg, traffic=_family_history(rng, reg, design), policy=policy or RegistrationPolicy())
     empty = pl.DataFrame(schema={"experiment_id": pl.String, "at": pl.Datetime("us", "UTC"), "arm": pl.String,
                                  "share": pl.Float64})
     comps, experiments, _ = comparisons(reg, plans, pl.DataFrame(schema={"experiment_id": pl.String,
                                                                         "metric": pl.String}), empty)
     arm_rows = decode_arms(reg)
     stats = _nightly_figures(rng, arm_rows, design)
+    if design.returning is not None:  # as the look's SQL: covariates only where the plan applies CUPED
+        adjusted = pl.col("experiment_id").is_in(plans.filter("cuped").get_column("experiment_id").implode())
+        stats = stats.with_columns(pl.when(adjusted).then(pl.col(c)).otherwise(0.0).alias(c) for c in COVARIATE_COLUMNS)
     days = pl.Series([START + dt.timedelta(days=d) for d in range(design.nights)], dtype=pl.Date)
     looks = pl.DataFrame({"experiment_id": reg.get_column("experiment_id")}).join(pl.DataFrame({"as_of": days}),
                                                                                   how="cross").with_columns(
@@ -131,7 +186,8 @@ def simulate_families(n_families: int, design: FamilyDesign | None = None, seed:
         pl.lit(True).alias("output"))
     inputs = LookInputs(
         comparisons=comps, looks=looks,
-        arm_stats=stats.select("experiment_id", "metric", "arm", "segment", "day", *STAT_COLUMNS),
+        arm_stats=stats.select("experiment_id", "metric", "arm", "segment", "day", *STAT_COLUMNS,
+                               *(c for c in COVARIATE_COLUMNS if c in stats.columns)),
         assigned=stats.select("experiment_id", "arm", "segment", "day", pl.col("n").cast(pl.Int64).alias("units")),
         segments=experiments.select("experiment_id", pl.lit(0, dtype=pl.Int64).alias("segment"),
                                     pl.lit(0, dtype=pl.Int64).alias("epoch")),

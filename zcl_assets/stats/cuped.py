@@ -34,6 +34,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
 
 RCOND = 1e-9
 """Relative cut of the pseudo-inverse: a covariate direction with less variance than this share
@@ -135,3 +137,89 @@ def explained_share(m: Moments) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.einsum("...i,...i->...", theta, zv) / m.s_vv
     return np.where(np.isfinite(share) & (m.s_vv > 0), np.clip(share, 0.0, 1.0), np.nan)
+
+
+def explained_share_bound(share: np.ndarray, n: np.ndarray, confidence: float | None,
+                          predictors: int = 2) -> np.ndarray:
+    """A one-sided lower confidence bound of the population ``rho^2`` from a sample's ``R^2``:
+    the variance reduction a plan may count on before the experiment has run.
+
+    A sample ``R^2`` over-states ``rho^2`` (it is biased upwards, by about ``k / n`` for ``k``
+    predictors) and varies: a plan that takes it at its word would plan too few units about
+    half the time, and a small history would lose the registered power on average. The bound
+    is centered on the adjusted ``R^2``, ``1 - (1 - R^2) (n - 1) / (n - k - 1)``, and lies
+    ``z_confidence`` standard errors below it, with the large-sample variance of ``R^2`` of
+    Olkin and Finn (1995), ``4 R^2 (1 - R^2)^2 (n - k - 1)^2 / ((n^2 - 1) (n + 3))``. It is held
+    within ``[0, R^2]``.
+
+    Args:
+        share: the sample's ``R^2`` (:func:`explained_share`).
+        n: the units it was measured on.
+        confidence: one-sided level of the bound in (0, 1); None for the sample ``R^2`` as
+            measured (the plug-in, which the simulations compare the bound with).
+        predictors: ``k``, the covariate's columns (``x`` and ``h``).
+
+    Returns:
+        The bound, broadcast over the inputs; NaN where ``share`` is NaN or ``n <= k + 1``.
+
+    References:
+        Olkin and Finn (1995), "Correlations redux", Psychological Bulletin 118:155-164;
+        Deng, Xu, Kohavi, Walker (2013) for ``1 - rho^2``, the share of the variance CUPED keeps.
+
+    Examples:
+        >>> round(float(explained_share_bound(0.25, 1000, 0.9)), 4)
+        0.2182
+        >>> float(explained_share_bound(0.25, 1000, None))
+        0.25
+    """
+    r2 = np.asarray(share, dtype=float)
+    n = np.asarray(n, dtype=float)
+    if confidence is None:
+        return np.where(n > predictors + 1, r2, np.nan)
+    dof = n - predictors - 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        adjusted = 1 - (1 - r2) * (n - 1) / dof
+        se = np.sqrt(4 * r2 * (1 - r2) ** 2 * dof**2 / ((n**2 - 1) * (n + 3)))
+        bound = np.clip(adjusted - stats.norm.ppf(confidence) * se, 0.0, r2)
+    return np.where(dof > 0, bound, np.nan)
+
+
+def difference_share(share: ArrayLike, var_c: ArrayLike, var_t: ArrayLike, ratio: ArrayLike = 1.0,
+                     kept: ArrayLike = 1.0) -> np.ndarray:
+    """The share of the difference's variance CUPED removes, from the share ``rho^2`` of the
+    control's variance the covariate explains.
+
+    A history measures ``rho^2`` on outcomes without the treatment: on the control's variance
+    ``var_c``, where the covariate explains ``cov(x, y)^2 / var(x) = rho^2 var_c``. In the
+    treatment arm it explains ``kept^2`` times that, ``kept`` being the share of the covariance
+    the treatment keeps: 1 for a treatment that moves every unit by the same amount; for a rate,
+    a treatment that turns a share ``d / (1 - p)`` of every unit's failures into successes (an
+    increase ``d`` at baseline ``p``; of its successes, for a decrease) keeps ``1 - d / (1 - p)``
+    (each unit's rate ``p_i`` becomes ``p_i + d (1 - p_i) / (1 - p)``), and a unit that always
+    succeeds cannot gain. So the difference's variance ``var_c / n + var_t / (r n)`` falls by
+    ``rho^2 var_c (1 + kept^2 / r) / n``: a share ``rho^2 var_c (1 + kept^2 / r) / (var_c + var_t / r)``
+    of it; ``rho^2`` when nothing changes between the arms (Deng, Xu, Kohavi, Walker 2013:
+    ``var(Y_cv) = var(Y) (1 - rho^2)`` in each arm).
+
+    Args:
+        share: ``rho^2`` of the control (a bound, :func:`explained_share_bound`).
+        var_c, var_t: the arms' per-unit variances the plan assumes (``stats.power.arm_variances``).
+        ratio: treatment units per control unit ``r``.
+        kept: the share of the covariance with the covariate the treatment arm keeps.
+
+    Returns:
+        The share, broadcast; NaN where an input is not finite or ``var_c + var_t / r`` is not positive.
+
+    Examples:
+        >>> # 0.30 -> 0.35 with rho^2 = 0.25: kept = 1 - 0.05 / 0.70 = 0.9286, so
+        >>> # 0.25 x 0.21 x (1 + 0.86224) / (0.21 + 0.2275) = 0.22347
+        >>> round(float(difference_share(0.25, 0.21, 0.2275, kept=1 - 0.05 / 0.7)), 4)
+        0.2235
+        >>> round(float(difference_share(0.25, 1.0, 1.0)), 4)  # equal arms, nothing changed: rho^2
+        0.25
+    """
+    r2, vc, vt, r, k = (np.asarray(a, dtype=float) for a in (share, var_c, var_t, ratio, kept))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = vc + vt / r
+        out = r2 * vc * (1 + k**2 / r) / total
+    return np.where(np.isfinite(out) & (total > 0), out, np.nan)

@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 from scipy import optimize, stats
 from scipy.interpolate import RegularGridInterpolator
 
-__all__ = ["FALLBACK_TUNING_UNITS", "R_POWERS", "R_TABLE", "PlannedSample", "inflation_at", "mde_reachable", "n_fixed", "planned_sample", "power_at", "per_test_power"]
+__all__ = ["FALLBACK_TUNING_UNITS", "R_POWERS", "R_TABLE", "PlannedSample", "arm_variances", "inflation_at", "mde_reachable", "n_fixed", "planned_sample", "power_at", "per_test_power"]
 
 # Inflation R of the fixed-horizon z-test sample that keeps the registered power at N_plan
 # for the CS decision, calibrated where it is used: at the comparison's own alpha (the
@@ -143,7 +143,10 @@ def per_test_power(power: ArrayLike, n_guardrails: ArrayLike = 0) -> np.ndarray:
     return 1.0 - (1.0 - power) / (1.0 + np.maximum(g, 0.0))
 
 
-def _arm_variances(baseline_mean, mde, baseline_sd, metric):
+def arm_variances(baseline_mean: ArrayLike, mde: ArrayLike, baseline_sd: ArrayLike | None, metric: str):
+    """The per-unit variances a plan assumes: ``(control, treatment, valid)``; ``p (1 - p)`` at the
+    baseline and at the baseline plus the MDE for a binary metric, ``sd^2`` in both arms for a
+    continuous one. Raises ``ValueError`` for another ``metric``."""
     if metric not in _METRICS:
         raise ValueError(f"metric must be one of {_METRICS}, got {metric!r}")
     p = np.asarray(baseline_mean, dtype=float)
@@ -198,7 +201,7 @@ def n_fixed(
         Chow, Shao, Wang (2008), "Sample Size Calculations in Clinical Research",
         Sec. 4.2 (two-sample test for proportions, unpooled variance).
     """
-    var_c, var_t, ok = _arm_variances(baseline_mean, mde, baseline_sd, metric)
+    var_c, var_t, ok = arm_variances(baseline_mean, mde, baseline_sd, metric)
     alpha = np.asarray(alpha, dtype=float)
     power = np.asarray(power, dtype=float)
     r = np.asarray(allocation_ratio, dtype=float)
@@ -335,7 +338,7 @@ def power_at(
     Raises:
         ValueError: If ``metric`` is unknown.
     """
-    var_c, var_t, ok = _arm_variances(baseline_mean, mde, baseline_sd, metric)
+    var_c, var_t, ok = arm_variances(baseline_mean, mde, baseline_sd, metric)
     d = np.abs(np.asarray(mde, dtype=float))
     a = np.asarray(alpha, dtype=float)
     r = np.asarray(allocation_ratio, dtype=float)

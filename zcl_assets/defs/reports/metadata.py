@@ -28,6 +28,7 @@ from zcl_assets.reports.formatting import (
     arm_figure,
     comparison_label,
     count,
+    cuped_sentence,
     interval,
     is_binary,
     lift,
@@ -107,6 +108,8 @@ DESCRIPTIVE_COLUMNS = (
     _column("ci_95", "string", "95% interval (fixed horizon, descriptive) and its method"),
     _column("p", "string", "p-value (fixed horizon, descriptive) and its test"),
     _column("lift", "string", "treatment / control - 1, with its 95% interval (" + method_name("log_delta_method") + ")"),
+    _column("variance", "string", "the share of the difference's variance CUPED (Deng et al. 2013) removed with each "
+                                  "unit's pre-experiment mean, or why it did not apply"),
 )
 
 HISTORY_COLUMNS = (
@@ -145,6 +148,7 @@ def _comparison_rows(view: ExperimentView) -> tuple[list[dict], list[dict]]:
             "ci_95": f"{interval(r['ci_low'], r['ci_high'])} {method_name(r['ci_method'])}",
             "p": f"{p_value(r['p_value'])} {method_name(r['p_method'])}",
             "lift": lift(r["relative_lift"], r["lift_ci_low"], r["lift_ci_high"]),
+            "variance": cuped_sentence(view, r) or "-",
         })
     return comparisons, descriptive
 
@@ -192,6 +196,8 @@ def experiment_metadata(view: ExperimentView, forest_svg: bytes, history_svg: by
         "deciding_interval": f"{deciding}; method: {method_name(DECIDING_INTERVAL, cite=True)}",
         "srm": srm_sentence(view),
         "plan": progress_sentence(view),
+        "cuped": "; ".join(f"{r['treatment_arm']} vs {r['control_arm']}: {cuped_sentence(view, r)}"
+                                        for r in primary[:TABLE_ROWS] if cuped_sentence(view, r)) or "-",
         "data_quality": f"{verified_sentence(view)}; {quarantine_sentence(view)}",
         "as_of": view.as_of,
         "arms": table(ARM_COLUMNS, arms, more),
