@@ -258,7 +258,9 @@ def family_outlook(con: duckdb.DuckDBPyConnection, as_of: dt.date, policy: Regis
 
     For every organization and task type: the traffic, verified share and success rate of those
     28 days (``sql/select_family_traffic.sql``: the figures ``sql/measure_family_traffic.sql``
-    gives a registration at the night's end, summed from loop health's daily counts), and what a
+    gives a registration at the night's end, summed from loop health's daily counts; not the
+    CUPED sums, which need every unit's history, so the outlook counts on no variance reduction
+    where ``zcl plan`` would), and what a
     one-treatment, session-randomized experiment on ``success`` registered at the end of the
     night would get: its slot (or the day the next one frees), the level and R it would be
     planned at, its control units within each horizon of ``OUTLOOK_DAYS`` at its share of the
