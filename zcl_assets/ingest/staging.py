@@ -211,10 +211,12 @@ def _subject(con: duckdb.DuckDBPyConnection, table: str, changes: changelog.Chan
                 f"SELECT o.* FROM {other} o WHERE o.{quote_identifier(column)} IN ("
                 f"SELECT {column} FROM {changes.relation} WHERE list_contains({_text_list(sources)}, source))"
             )
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE recheck AS SELECT * FROM ({' UNION ALL '.join(found)}) "
-        f"QUALIFY row_number() OVER (PARTITION BY {lineage}) = 1"
-    )
+    # one statement per lookup: in one UNION ALL, DuckDB would read the history they share
+    # once, whole, instead of each lookup reading only the rows its keys select
+    con.execute(f"CREATE OR REPLACE TEMP TABLE found AS {found[0]}")
+    for lookup in found[1:]:
+        con.execute(f"INSERT INTO found {lookup}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE recheck AS SELECT * FROM found QUALIFY row_number() OVER (PARTITION BY {lineage}) = 1")
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE subject AS SELECT {lineage}, {fields} FROM candidates WHERE __rule IS NULL "
         f"UNION ALL SELECT {lineage}, {fields} FROM recheck"
