@@ -337,11 +337,12 @@ def _read_batches(con: duckdb.DuckDBPyConnection, contract, files: list[Archived
     json_frames: dict[ArchivedFile, pl.DataFrame] = {}
     landed = _engine_batch(con, contract, [f for f in files if f.suffix in JSON_SUFFIXES], policy, engine)
     batches = [landed] if landed.files else []
+    read_by_engine = set(landed.files)
     csv_frames: dict[ArchivedFile, pl.DataFrame] = {}
     parquet_groups: dict[tuple, list[ArchivedFile]] = {}
     for f in files:
         try:
-            if f in landed.files:
+            if f in read_by_engine:
                 continue
             if f.suffix in JSON_SUFFIXES:
                 json_frames[f] = read_json_lines(f)
