@@ -99,3 +99,25 @@ def test_spark_read_the_json_lines_and_left_the_file_that_is_not_utf8(staged, sp
     assert rows.where("__source_file = 'bom.jsonl' AND __source_row = 2").count() == 0  # white space only
     for table in ("assignments", "experiments", "arm_snapshots", "outcomes"):
         assert list((lake / "_landed" / table).glob("*.parquet")), table
+
+
+def test_a_json_lines_file_missing_from_the_archive_is_quarantined_as_on_duckdb(spark, tmp_path):
+    # Spark cannot read a file that is gone: the table's JSON Lines are then read here, so the
+    # file is quarantined as unreadable_file with DuckDB's reason and its neighbours stage.
+    landing = tmp_path / "landing"
+    day = landing / "sessions" / DAY
+    day.mkdir(parents=True)
+    (day / "kept.jsonl").write_bytes(_session("k1") + b"\n")
+    (day / "gone.jsonl").write_bytes(_session("g1") + b"\n")
+    found = []
+    for name, engine in (("duckdb", DUCKDB), ("spark", SparkEngine(master="local[2]", location=str(tmp_path / "lake")))):
+        warehouse = Warehouse(path=str(tmp_path / f"{name}.duckdb"))
+        with warehouse.connect() as con:
+            load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "sessions")
+            next(warehouse.archive_dir.rglob("*gone.jsonl")).unlink()
+            stage_table(con, "sessions", engine=engine)
+            quarantined = con.execute("SELECT source_file, source_row, rule, replace(reason, $archive, '<archive>'), record "
+                                      "FROM quarantine ORDER BY ALL", {"archive": str(warehouse.archive_dir)}).fetchall()
+            found.append((con.execute("SELECT session_id FROM staged_sessions").fetchall(), quarantined))
+    assert found[0] == found[1]
+    assert found[1][0] == [("k1",)] and [r[2] for r in found[1][1]] == ["unreadable_file"]
