@@ -16,6 +16,11 @@ statistics engine, the decisions, the reports and the UI read it and do not know
 computed a row. Bookkeeping statements (``DELETE`` of the rows a night replaces, the change
 log) are small and run on the warehouse connection whichever engine is chosen.
 
+Staging's reading of the landed JSON Lines goes through :meth:`Engine.read_json_lines`: DuckDB
+leaves it to the readers of ``zcl_assets.ingest.readers`` in this process; Spark reads the
+archived files on its executors and hands their lines to the warehouse as Parquet
+(``zcl_assets.portability.spark_landing``), where the contract SQL validates them.
+
 :func:`engine_settings` reads the choice from ``ZCL_ENGINE`` (``duckdb`` or ``spark``),
 ``ZCL_SPARK_MASTER`` (``local[2]``, ``spark://host:7077``, ``yarn``, ``k8s://...`` or a Spark
 Connect URL ``sc://host:15002``) and ``ZCL_SPARK_WAREHOUSE`` (a folder or URL; default
@@ -31,6 +36,8 @@ from pathlib import Path
 from typing import Protocol
 
 import duckdb
+
+from zcl_assets.ingest.readers import ArchivedFile
 
 ENGINES = ("duckdb", "spark")
 ENGINE_VARIABLE = "ZCL_ENGINE"
@@ -85,6 +92,11 @@ class Engine(Protocol):
         """Run ``text`` (one DuckDB statement, CREATE ... AS SELECT or INSERT ... SELECT, with
         ``$name`` parameters from ``params``); its rows land in the warehouse table it names."""
 
+    def read_json_lines(self, table: str, files: list[ArchivedFile]) -> str | None:
+        """Read the archived JSON Lines ``files`` of ``table``; returns the Parquet folder of their
+        ``json``-shape rows (``zcl_assets.portability.spark_landing``), or None when the readers
+        of this process are to read them."""
+
 
 class DuckDBEngine:
     """The embedded default: every statement runs on the warehouse connection as written."""
@@ -93,6 +105,10 @@ class DuckDBEngine:
 
     def execute(self, con: duckdb.DuckDBPyConnection, text: str, params: dict | None = None) -> None:
         con.execute(text, {k: v for k, v in (params or {}).items() if f"${k}" in text})
+
+    def read_json_lines(self, table: str, files: list[ArchivedFile]) -> str | None:
+        """None: the readers of this process read the files (``zcl_assets.ingest.readers``)."""
+        return None
 
 
 DUCKDB = DuckDBEngine()

@@ -2,7 +2,8 @@
 
 The same landing is run twice through ``nightly_job``, each on its own ephemeral Dagster instance
 and warehouse: once with the embedded default (``ZCL_ENGINE`` unset) and once with
-``ZCL_ENGINE=spark`` (``local[2]``), where the verification records, the experience, its
+``ZCL_ENGINE=spark`` (``local[2]``), where the landed JSON Lines are read by Spark for staging
+(``zcl_assets.portability.spark_landing``) and the verification records, the experience, its
 quarantine rows and the look's per-day sums are computed by Spark SQL translated from the same
 files (``zcl_assets.engine``). Every table of the two warehouses is then compared row for row,
 as the incremental-equals-fresh test compares two loads (the same table list and the same
@@ -53,8 +54,8 @@ def nights(spark, tmp_path_factory):
         mp.setenv("ZCL_ENGINE", "spark")
         mp.setenv("ZCL_SPARK_MASTER", "local[2]")
         mp.setenv("ZCL_SPARK_WAREHOUSE", str(root / "spark" / "lake"))
-        run_one_night(landing, on_spark, AS_OF)
-    return duck, on_spark, root / "spark" / "lake"
+        results = run_one_night(landing, on_spark, AS_OF)
+    return duck, on_spark, root / "spark" / "lake", results
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ def _rows(warehouse: Path, table: str):
 
 
 def test_both_engines_write_the_same_tables(nights):
-    duck, on_spark, _ = nights
+    duck, on_spark, *_ = nights
     found = []
     for path in (duck, on_spark):
         with duckdb.connect(str(path), read_only=True) as con:
@@ -98,7 +99,7 @@ def test_both_engines_write_the_same_tables(nights):
 
 
 def test_every_table_is_the_same_on_both_engines(nights):
-    duck, on_spark, _ = nights
+    duck, on_spark, *_ = nights
     assert _differing(duck, on_spark) == {}
     with duckdb.connect(str(on_spark), read_only=True) as con:
         assert {"main.staged_assignments", "main.experience", "main.arm_day_sums", "main.experiment_analysis",
@@ -120,7 +121,17 @@ def test_the_incremental_nights_give_the_same_tables_on_both_engines(sequences):
 def test_the_night_was_computed_on_spark(nights, spark):
     # The Spark warehouse holds the staged tables and the experience Spark read, as Parquet, and
     # the sums Spark wrote; Spark reading them back gives the warehouse's rows.
-    duck, on_spark, lake = nights
+    duck, on_spark, lake, results = nights
+    # staging: the landed JSON Lines were read by Spark, their lines are the raw rows of the warehouse
+    engines = {m.asset_key.path[-1]: m.metadata["engine"].value for r in results
+               for m in r.asset_materializations_for_node("landing_and_staging") if "engine" in m.metadata}
+    assert engines and {engines[f"staged_{t}"] for t in ("experiments", "assignments", "sessions", "outcomes")} == {"spark"}
+    with duckdb.connect(str(on_spark), read_only=True) as con:
+        landed = dict(con.execute(
+            "SELECT table_name, sum(row_count) FROM landing_manifest WHERE superseded_at IS NULL "
+            "AND file_name LIKE '%.jsonl' GROUP BY ALL").fetchall())
+    assert landed and all(spark.read.parquet(str(lake / "_landed" / t)).where("__source_row > 0").count() == n
+                          for t, n in landed.items())
     for table in ("staged_assignments", "staged_sessions", "verification_records", "experience"):
         assert (lake / table / "data.parquet").is_file(), table
     for table in ("verification_records", "experience", "arm_day_sums", "look_violation_days", "quarantine"):

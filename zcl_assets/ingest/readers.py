@@ -100,10 +100,11 @@ def read_json_lines(file: ArchivedFile) -> pl.DataFrame:
     control characters) is read line by line in Python, so every line is kept.
     """
     try:
-        frame = pl.read_csv(
-            file.path, has_header=False, separator="\x01", quote_char=None, new_columns=["__record"],
-            schema={"__record": pl.String}, row_index_name="__source_row", row_index_offset=1,
-        )
+        with file.path.open("rb") as handle:  # a handle, not a path: polars reads a path as a glob (a[1].jsonl)
+            frame = pl.read_csv(
+                handle, has_header=False, separator="\x01", quote_char=None, new_columns=["__record"],
+                schema={"__record": pl.String}, row_index_name="__source_row", row_index_offset=1,
+            )
         frame = frame.with_columns(
             pl.col("__source_row").cast(pl.Int64), pl.lit(None, dtype=pl.String).alias("__error"),
             pl.lit(False).alias("__encoding_error"),

@@ -2,10 +2,11 @@
 
 One pass per table and run, over its pending days (or those of them a run asks for) at once:
 
-1. **Candidates.** Every archived file of those days is read (``readers``) and run through
-   the generated contract SQL (``contracts.validate``): typed fields, and for a row breaking
-   a row-level rule its rule, reasons and record. Experiments also get the registration
-   structure checks (``contracts.registration``).
+1. **Candidates.** Every archived file of those days is read (``readers``; the JSON Lines by
+   the engine, ``zcl_assets.engine.Engine.read_json_lines``, so on Spark by its executors) and
+   run through the generated contract SQL (``contracts.validate``): typed fields, and for a
+   row breaking a row-level rule its rule, reasons and record. Experiments also get the
+   registration structure checks (``contracts.registration``).
 2. **Cross-row rules** over the *subject*: the candidates that passed, and the staged and held
    rows of other days that a change can affect, found by key lookups: rows with the key of a
    changed row (a duplicate key may move between days) and rows whose reference changed in
@@ -32,10 +33,11 @@ import duckdb
 import polars as pl
 
 from contracts.registration import registration_problems
-from contracts.schema import quote_identifier
+from contracts.schema import quote_identifier, sql_literal
 from contracts.tables import CONTRACTS
 from contracts.validate import Source, candidate_select, redacted_in_place
 from sql import load_sql
+from zcl_assets.engine import DUCKDB, Engine
 from zcl_assets.ingest import changelog
 from zcl_assets.ingest.readers import (
     CSV_SUFFIXES,
@@ -145,9 +147,11 @@ def pending_days(con: duckdb.DuckDBPyConnection, table: str, days: Sequence[str]
     return pending if days is None else [d for d in pending if d in set(days)]
 
 
-def stage_table(con: duckdb.DuckDBPyConnection, table: str, days: Sequence[str] | None = None) -> StageResult:
+def stage_table(con: duckdb.DuckDBPyConnection, table: str, days: Sequence[str] | None = None,
+                engine: Engine = DUCKDB) -> StageResult:
     """Stage the pending days of ``table`` (those among ``days`` when given) and re-check what
-    their changes and the changes of its dependencies touch (see the module doc).
+    their changes and the changes of its dependencies touch (see the module doc); ``engine``
+    reads the landed JSON Lines.
 
     Raises:
         KeyError: unknown table.
@@ -160,7 +164,7 @@ def stage_table(con: duckdb.DuckDBPyConnection, table: str, days: Sequence[str] 
         return StageResult(table, [], {}, False, 0, 0, pl.DataFrame())
     files = [ArchivedFile(day, name, Path(path)) for day, name, path in con.execute(
         load_sql("select_pending_files"), {"table": table}).fetchall() if day in set(pending)]
-    _build_candidates(con, table, files)
+    _build_candidates(con, table, files, engine)
     if table == "experiments":
         _registration_rules(con)
     con.execute("CREATE OR REPLACE TEMP TABLE pending AS SELECT CAST(unnest($days::VARCHAR[]) AS DATE) AS partition_day",
@@ -305,7 +309,7 @@ class _Batch(NamedTuple):
     statement: Callable[[list[ArchivedFile]], tuple[str, dict[str, object]]]
 
 
-def _build_candidates(con: duckdb.DuckDBPyConnection, table: str, files: list[ArchivedFile]) -> None:
+def _build_candidates(con: duckdb.DuckDBPyConnection, table: str, files: list[ArchivedFile], engine: Engine = DUCKDB) -> None:
     """Temp table ``candidates``: every row of ``files`` through the contract SQL.
 
     Files are read in as few statements as their formats allow; a statement that fails is
@@ -324,19 +328,24 @@ def _build_candidates(con: duckdb.DuckDBPyConnection, table: str, files: list[Ar
         f"CAST(NULL AS BIGINT) AS source_row, {fields}, CAST(NULL AS VARCHAR) AS __rule, CAST(NULL AS VARCHAR) AS __reason, "
         "CAST(NULL AS VARCHAR) AS __record, CAST(NULL AS BOOLEAN) AS __sensitive LIMIT 0"
     )
-    for batch in _read_batches(con, contract, files, policy):
+    for batch in _read_batches(con, contract, files, policy, engine):
         _insert_isolated(con, contract, batch, policy)
     _redact_candidates(con, contract, policy.redactor)
 
 
-def _read_batches(con: duckdb.DuckDBPyConnection, contract, files: list[ArchivedFile], policy) -> list[_Batch]:
-    """The statements that read ``files``: JSON Lines together, CSV together, Parquet by schema."""
+def _read_batches(con: duckdb.DuckDBPyConnection, contract, files: list[ArchivedFile], policy, engine: Engine) -> list[_Batch]:
+    """The statements that read ``files``: the JSON Lines the engine read, the other JSON Lines
+    (with the files no reader takes) together, CSV together, Parquet by schema."""
     json_frames: dict[ArchivedFile, pl.DataFrame] = {}
+    landed = _engine_batch(con, contract, [f for f in files if f.suffix in JSON_SUFFIXES], policy, engine)
+    batches = [landed] if landed.files else []
+    read_by_engine = set(landed.files)
     csv_frames: dict[ArchivedFile, pl.DataFrame] = {}
     parquet_groups: dict[tuple, list[ArchivedFile]] = {}
-    batches = []
     for f in files:
         try:
+            if f in read_by_engine:
+                continue
             if f.suffix in JSON_SUFFIXES:
                 json_frames[f] = read_json_lines(f)
             elif f.suffix in CSV_SUFFIXES:
@@ -359,6 +368,25 @@ def _read_batches(con: duckdb.DuckDBPyConnection, contract, files: list[Archived
         batches.append(_Batch(group, lambda fs, c=columns, r=repeated: (
             candidate_select(contract, Source("native", parquet_relation(fs, r), c, errors=True), policy), {})))
     return batches
+
+
+def _engine_batch(con: duckdb.DuckDBPyConnection, contract, files: list[ArchivedFile], policy, engine: Engine) -> _Batch:
+    """The JSON Lines ``files`` the engine reads (none on DuckDB), as a batch over the Parquet of
+    their rows; a file the engine left to this process (bytes that are not UTF-8) is not in it."""
+    folder = engine.read_json_lines(contract.name, files) if files else None
+    if folder is None:
+        return _Batch([], lambda fs: ("", {}))
+    rows = f"read_parquet({sql_literal(folder + '/*.parquet')})"
+    refused = {n for (n,) in con.execute(f"SELECT DISTINCT __file_order FROM {rows} WHERE __source_row = 0").fetchall()}
+    order = {f: i for i, f in enumerate(files)}
+
+    def statement(subset: list[ArchivedFile]) -> tuple[str, dict[str, object]]:
+        chosen = ", ".join(str(order[f]) for f in subset)
+        relation = (f"(SELECT * EXCLUDE (__file_order) FROM {rows} WHERE __source_row > 0 AND __file_order IN ({chosen}) "
+                    "ORDER BY __file_order, __source_row)")
+        return candidate_select(contract, Source("json", relation), policy), {}
+
+    return _Batch([f for f in files if order[f] not in refused], statement)
 
 
 def _frame_statement(contract, frames: list[pl.DataFrame], shape: str, policy) -> tuple[str, dict[str, object]]:

@@ -25,6 +25,9 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
+from zcl_assets.ingest.readers import ArchivedFile
+from zcl_assets.portability import spark_landing
+
 _log = logging.getLogger(__name__)
 
 def spark_sql(text: str, params: dict[str, object] | None = None) -> str:
@@ -186,6 +189,21 @@ class SparkEngine:
         clock.append(time.perf_counter())
         _log.info("spark %s: mirror %.2f s, spark %.2f s, back %.2f s", _target(statement),
                   *(b - a for a, b in zip(clock, clock[1:], strict=False)))
+
+    def read_json_lines(self, table: str, files: list[ArchivedFile]) -> str | None:
+        """Read the archived JSON Lines ``files`` of ``table`` on Spark into
+        ``<location>/_landed/<table>/`` (``spark_landing``) and return that folder; None when
+        Spark cannot read one of them (a file missing from the archive), so that the readers of
+        this process read them all and quarantine that file as on DuckDB."""
+        folder = spark_landing.landed_folder(self.location, table)
+        start = time.perf_counter()
+        try:
+            spark_landing.read_json_lines(self.session, files, folder)
+        except Exception as exc:  # noqa: BLE001 - Spark's errors come from the JVM in many types
+            _log.warning("spark could not read the JSON Lines of %s, read here instead: %s", table, exc)
+            return None
+        _log.info("spark %s: %d JSON Lines files read in %.2f s", table, len(files), time.perf_counter() - start)
+        return folder
 
     def _mirror(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
         """``name`` (a table, view or registered frame of ``con``) as Parquet under the Spark

@@ -14,10 +14,12 @@ import polars as pl
 
 from contracts.tables import CONTRACTS
 from resources import LandingStore, Warehouse
+from resources.engine import ComputeEngine
 from sql import load_sql
 from zcl_assets.defs.ingest.checks import checked_days, staged_check_results, staged_check_specs
 from zcl_assets.defs.ingest.partitions import landing_days, run_days, single_run
 from zcl_assets.defs.metadata import table_metadata
+from zcl_assets.engine import Engine
 from zcl_assets.ingest.archive import load_table
 from zcl_assets.ingest.staging import STAGING_DEPENDS_ON, stage_table
 from zcl_assets.warehouse import transaction
@@ -73,23 +75,25 @@ def _staged_spec(table: str) -> dg.AssetSpec:
     partitions_def=landing_days,
     backfill_policy=single_run,
 )
-def landing_and_staging(context: dg.AssetExecutionContext, warehouse: Warehouse, landing: LandingStore):
+def landing_and_staging(context: dg.AssetExecutionContext, warehouse: Warehouse, landing: LandingStore, engine: ComputeEngine):
     """The selected ``raw_<table>`` and ``staged_<table>`` assets of the run's days, in one step.
 
     Each is its own asset in the catalog, with its own partitions, metadata and checks; they
     run as one step on one connection (the raw tables first, then staging in the order of its
     cross-row rules, ``CONTRACTS``'s order), so a night pays one Dagster step and one write
-    of the warehouse for ingestion, not fourteen.
+    of the warehouse for ingestion, not fourteen. The landed JSON Lines are read by the chosen
+    engine (on Spark by its executors); the warehouse validates them.
     """
     days = run_days(context)
     selected = {k.path[-1] for k in context.selected_asset_keys}
+    reader = engine.open(warehouse)
     with warehouse.connect() as con:
         for table in CONTRACTS:
             if f"raw_{table}" in selected:
                 yield _load_raw(con, landing, warehouse, table, days)
         for table in CONTRACTS:
             if f"staged_{table}" in selected:
-                yield _stage(con, table, days)
+                yield _stage(con, table, days, reader)
 
 
 def _load_raw(con, landing: LandingStore, warehouse: Warehouse, table: str, days: list[str] | None) -> dg.MaterializeResult:
@@ -114,8 +118,8 @@ def _load_raw(con, landing: LandingStore, warehouse: Warehouse, table: str, days
     )
 
 
-def _stage(con, table: str, days: list[str] | None) -> dg.MaterializeResult:
-    result = stage_table(con, table, days=days)
+def _stage(con, table: str, days: list[str] | None, engine: Engine) -> dg.MaterializeResult:
+    result = stage_table(con, table, days=days, engine=engine)
     total = con.execute(f"SELECT count(*) FROM {CONTRACTS[table].staged_table}").fetchone()[0]
     quarantined = con.execute(
         "SELECT count(*) FROM quarantine WHERE source_table = ? AND stage = 'contract'", [table]
@@ -130,6 +134,7 @@ def _stage(con, table: str, days: list[str] | None) -> dg.MaterializeResult:
         asset_key=f"staged_{table}",
         metadata={
             "dagster/row_count": int(total),
+            "engine": engine.name,
             "quarantined_rows": int(quarantined),
             "days_staged": len(result.days),
             "rows_released": result.released,
