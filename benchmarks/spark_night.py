@@ -4,8 +4,9 @@ Generates ``--sessions`` sessions over ``--days`` days and ``--experiments`` exp
 Parquet landing files (the generator of ``benchmarks/nightly_run.py``), then runs the nightly
 job over them twice, each in its own process and warehouse: ``duckdb`` (the embedded default)
 and ``spark`` (``ZCL_ENGINE=spark``, ``--master``, default ``local[2]``), where verification
-records, experience and the look's per-day sums are computed by Spark (``zcl_assets.engine``);
-staging runs on DuckDB in both. Prints, for each: the night's wall seconds, peak resident
+records, experience and the look's per-day sums are computed by Spark (``zcl_assets.engine``),
+and staging's landed JSON Lines (here the registrations; the generator writes the rest as
+Parquet) are read by Spark; the contract validation runs on DuckDB in both. Prints, for each: the night's wall seconds, peak resident
 memory of the Python process (Spark's JVM is a child process: its memory is not in it), the
 seconds of the three assets Spark computes (Dagster step durations), and for Spark the split of
 its statements into mirroring the inputs as Parquet, running on Spark and handing the rows
@@ -39,14 +40,18 @@ DROPPED = {"experiment_analysis": ("analysed_at",)}
 
 
 class _Split(logging.Handler):
-    """Adds up the mirror / spark / back seconds that ``SparkEngine`` logs per statement."""
+    """Adds up the mirror / spark / back seconds that ``SparkEngine`` logs per statement, and the
+    seconds of its reading of landed JSON Lines for staging (``landed``)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.seconds = {"mirror": 0.0, "spark": 0.0, "back": 0.0}
+        self.seconds = {"mirror": 0.0, "spark": 0.0, "back": 0.0, "landed": 0.0}
         self.statements = 0
 
     def emit(self, record: logging.LogRecord) -> None:
+        if "JSON Lines" in record.msg:  # staging's read: (table, files, seconds)
+            self.seconds["landed"] += record.args[-1]
+            return
         _, mirror, spark, back = record.args
         self.seconds["mirror"] += mirror
         self.seconds["spark"] += spark
@@ -131,7 +136,8 @@ def main() -> None:
             print(f"{engine:>7}: night {f['seconds']:7.1f} s   peak {f['peak_mib']:6.0f} MiB (Python)   {steps}")
         split = figures["spark"]["split"]
         print(f"  spark statements: {figures['spark']['statements']}; mirror inputs to Parquet {split['mirror']:.1f} s, "
-              f"on Spark {split['spark']:.1f} s, rows handed back {split['back']:.1f} s")
+              f"on Spark {split['spark']:.1f} s, rows handed back {split['back']:.1f} s; "
+              f"landed JSON Lines read by Spark for staging {split['landed']:.1f} s")
         duck_steps, spark_steps = (sum(figures[e]["steps"].values()) for e in ("duckdb", "spark"))
         print(f"night spark / duckdb = {figures['spark']['seconds'] / figures['duckdb']['seconds']:.2f}x; "
               f"the three assets Spark computes: {spark_steps:.1f} s against {duck_steps:.1f} s = {spark_steps / duck_steps:.1f}x")
