@@ -54,6 +54,7 @@ from zcl_assets.ingest.readers import (
     unreadable,
 )
 from zcl_assets.ingest.versions import code_fingerprint
+from zcl_assets.portability.spark_landing import REFUSED_ROW
 from zcl_assets.privacy.policy import current_policy
 from zcl_assets.privacy.pseudonyms import register_function as register_pseudonym_function
 from zcl_assets.privacy.redaction import Redactor, redact_json, redact_record
@@ -377,12 +378,12 @@ def _engine_batch(con: duckdb.DuckDBPyConnection, contract, files: list[Archived
     if folder is None:
         return _Batch([], lambda fs: ("", {}))
     rows = f"read_parquet({sql_literal(folder + '/*.parquet')})"
-    refused = {n for (n,) in con.execute(f"SELECT DISTINCT __file_order FROM {rows} WHERE __source_row = 0").fetchall()}
+    refused = {n for (n,) in con.execute(f"SELECT DISTINCT __file_order FROM {rows} WHERE __source_row = {REFUSED_ROW}").fetchall()}
     order = {f: i for i, f in enumerate(files)}
 
     def statement(subset: list[ArchivedFile]) -> tuple[str, dict[str, object]]:
         chosen = ", ".join(str(order[f]) for f in subset)
-        relation = (f"(SELECT * EXCLUDE (__file_order) FROM {rows} WHERE __source_row > 0 AND __file_order IN ({chosen}) "
+        relation = (f"(SELECT * EXCLUDE (__file_order) FROM {rows} WHERE __source_row > {REFUSED_ROW} AND __file_order IN ({chosen}) "
                     "ORDER BY __file_order, __source_row)")
         return candidate_select(contract, Source("json", relation), policy), {}
 

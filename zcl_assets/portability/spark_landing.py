@@ -34,7 +34,10 @@ from pathlib import Path
 
 from zcl_assets.ingest.readers import ArchivedFile
 
-LINES_SQL = r"""
+REFUSED_ROW = 0
+"""``__source_row`` of the row that marks a file left to the Python reader."""
+
+LINES_SQL = rf"""
 SELECT l.partition_day AS __partition_day, l.source_file AS __source_file, l.file_order AS __file_order,
        CAST(x.pos + 1 AS BIGINT) AS __source_row,
        CASE WHEN endswith(x.line, '\r') THEN substr(x.line, 1, char_length(x.line) - 1) ELSE x.line END AS __record,
@@ -47,17 +50,13 @@ JOIN landed_lineage l ON l.path = f.path
 LATERAL VIEW posexplode(split(f.text, '\n', -1)) x AS pos, line
 WHERE NOT x.line RLIKE '(?U)\\A\\s*\\z'
 UNION ALL
-SELECT l.partition_day, l.source_file, l.file_order, CAST(0 AS BIGINT), CAST(NULL AS STRING),
+SELECT l.partition_day, l.source_file, l.file_order, CAST({REFUSED_ROW} AS BIGINT), CAST(NULL AS STRING),
        'bytes that are not UTF-8', true
 FROM landed_bytes b JOIN landed_lineage l ON l.path = b.path
 WHERE encode(decode(b.content, 'UTF-8'), 'UTF-8') <> b.content
 """
 """Spark SQL of the ``json``-shape rows of the files of ``landed_lineage`` (module docstring);
-a row numbered 0 marks a file that is not UTF-8."""
-
-REFUSED_ROW = 0
-"""``__source_row`` of the row that marks a file left to the Python reader."""
-
+a row numbered ``REFUSED_ROW`` marks a file that is not UTF-8."""
 
 def read_json_lines(session, files: list[ArchivedFile], folder: str) -> str:
     """Read ``files`` on Spark and write their ``json``-shape rows (and ``__file_order``, the
