@@ -99,3 +99,13 @@ def test_a_registration_of_1000_arms_gives_bounded_tables_and_pages():
     assert len(metadata["look_history"].value.records) == MAX_PANELS * 3  # the comparisons the history plot draws
     assert len(verdict_markdown(wide)) < 1000 and "more comparisons" in verdict_markdown(wide)
     assert len(attention_markdown([index_row(wide)], wide.as_of)) < 1000
+
+
+@pytest.mark.parametrize("value", [1.0, 2.25, -3, 0, True, float("nan"), "a b", "mde", 'say "x"', "it's",
+                                   "a&b<c>", "both \" and '", "tab\there", "line\nbreak"])
+def test_an_attribute_is_quoted_as_the_standard_library_quotes_it(value):
+    from xml.sax.saxutils import quoteattr
+
+    from zcl_assets.reports.svg import _fmt, _quoted
+
+    assert _quoted(value) == quoteattr(_fmt(value))

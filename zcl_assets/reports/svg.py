@@ -17,7 +17,9 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from xml.sax.saxutils import escape, quoteattr
 
 FONT = "DejaVu Sans, Verdana, Arial, Helvetica, sans-serif"
@@ -97,7 +99,7 @@ class Canvas:
         self.parts: list[str] = []
 
     def _attrs(self, attrs: dict[str, object]) -> str:
-        return "".join(f" {k.rstrip('_').replace('_', '-')}={quoteattr(_fmt(v))}" for k, v in attrs.items() if v is not None)
+        return "".join(f" {_attribute_name(k)}={_quoted(v)}" for k, v in attrs.items() if v is not None)
 
     def rect(self, x: float, y: float, w: float, h: float, **attrs: object) -> None:
         self.parts.append(f"<rect{self._attrs({'x': x, 'y': y, 'width': max(w, 0.0), 'height': max(h, 0.0), **attrs})}/>")
@@ -126,6 +128,24 @@ class Canvas:
             f'<rect width="100%" height="100%" fill="#ffffff"/>'
         )
         return (head + "".join(self.parts) + "</svg>").encode("utf-8")
+
+
+@functools.cache
+def _attribute_name(keyword: str) -> str:
+    """The SVG attribute a keyword argument names: ``class_`` is ``class``, ``stroke_width`` is ``stroke-width``."""
+    return keyword.rstrip("_").replace("_", "-")
+
+
+_NEEDS_ESCAPE = re.compile("[&<>\"'\n\r\t]")
+
+
+def _quoted(value: object) -> str:
+    """``quoteattr(_fmt(value))``, without its escaping work for the numbers and plain words that
+    nearly every attribute is (a night draws hundreds of thousands of them)."""
+    text = _fmt(value)
+    if isinstance(value, (int, float)) or not _NEEDS_ESCAPE.search(text):
+        return f'"{text}"'
+    return quoteattr(text)
 
 
 def _fmt(value: object) -> str:
