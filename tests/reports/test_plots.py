@@ -101,6 +101,16 @@ def test_a_registration_of_1000_arms_gives_bounded_tables_and_pages():
     assert len(attention_markdown([index_row(wide)], wide.as_of)) < 1000
 
 
+def test_the_page_history_table_shows_the_latest_looks_after_many_nights():
+    # 60 nights of one comparison: the table keeps 50 rows, so it must be the newest 50 (nights 60 down
+    # to 11), then a row saying 10 more are left out
+    long = _wide_view(arms=1, looks=60)
+    records = experiment_metadata(long, b"<svg ", b"<svg ")["look_history"].value.records
+    days = [r.data["as_of"] for r in records[:-1]]
+    assert days[0] == "2026-11-29" and days[-1] == "2026-10-11" and days == sorted(days, reverse=True)
+    assert "10 more rows" in str(records[-1].data["as_of"])
+
+
 @pytest.mark.parametrize("value", [1.0, 2.25, -3, 0, True, float("nan"), "a b", "mde", 'say "x"', "it's",
                                    "a&b<c>", "both \" and '", "tab\there", "line\nbreak"])
 def test_an_attribute_is_quoted_as_the_standard_library_quotes_it(value):

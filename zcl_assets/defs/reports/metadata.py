@@ -154,7 +154,8 @@ def _comparison_rows(view: ExperimentView) -> tuple[list[dict], list[dict]]:
 
 
 def _history_rows(view: ExperimentView) -> list[dict]:
-    """Every look of the primary comparisons the look-history plot draws (at most :data:`MAX_PANELS`)."""
+    """Every look of the primary comparisons the look-history plot draws (at most :data:`MAX_PANELS`),
+    newest first: the table keeps :data:`TABLE_ROWS` rows, so after many nights it shows the latest ones."""
     arms = set(shown_rows(view.primary, MAX_PANELS).get_column("treatment_arm").to_list()) if view.primary.height else set()
     return [
         {
@@ -164,7 +165,8 @@ def _history_rows(view: ExperimentView) -> list[dict]:
         }
         for r in view.history.select("as_of", "treatment_arm", "control_arm", "n_control", "n_treatment", "difference",
                                      "cs_low", "cs_high", "decision")
-        .filter(pl.col("treatment_arm").is_in(list(arms))).iter_rows(named=True)
+        .filter(pl.col("treatment_arm").is_in(list(arms))).sort("as_of", descending=True, maintain_order=True)
+        .iter_rows(named=True)
     ]
 
 
