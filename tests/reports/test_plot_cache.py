@@ -91,3 +91,29 @@ def test_a_kept_plot_cut_short_or_replaced_is_drawn_again(view, tmp_path):
     forest.write_text("not an image")
     assert plots_module.plots(view, tmp_path) == drawn
     assert forest.read_bytes() == drawn[0]  # and kept whole again
+
+
+def test_a_fingerprint_follows_every_cell_of_every_frame_and_is_the_same_in_another_process(view, tmp_path):
+    import pickle
+    import subprocess
+    import sys
+
+    import polars as pl
+
+    base = plots_module.view_fingerprint(view)
+    last = view.history.height - 1
+    changed = {  # one cell of each frame changed, a row dropped, a null where a figure was
+        "history": dataclasses.replace(view, history=view.history.with_columns(
+            n_control=pl.when(pl.int_range(pl.len()) == last).then(pl.col("n_control") + 1).otherwise(pl.col("n_control")))),
+        "history row": dataclasses.replace(view, history=view.history.head(last)),
+        "null": dataclasses.replace(view, comparisons=view.comparisons.with_columns(cs_high=pl.lit(None, dtype=pl.Float64))),
+        "quarantine": dataclasses.replace(view, quarantine=pl.DataFrame(
+            {"stage": ["contract"], "source_table": ["outcomes"], "rule": ["r"], "rows": [1]})),
+    }
+    assert all(plots_module.view_fingerprint(v) != base for v in changed.values())
+    # the kept plots outlive the process: a fresh interpreter gives the same fingerprint (the row hashes are seeded)
+    (tmp_path / "view.pickle").write_bytes(pickle.dumps(view))
+    code = ("import pickle, sys; from zcl_assets.reports.plots import view_fingerprint; "
+            "print(view_fingerprint(pickle.load(open(sys.argv[1], 'rb'))))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "view.pickle")], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == base
