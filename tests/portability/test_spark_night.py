@@ -17,9 +17,9 @@ on both engines and compared like the others.)
 The incremental sequence of ``tests/end_to_end/landing_history.py`` (held rows released, corrected
 and removed files, outcomes waiting for their sessions) is run night by night on both engines
 too, on the nine nights of its reduced run (each event of the history seen before and after it
-happens; a Spark night of this small world costs about a minute on two cores, most of it Spark's
-cost per statement), and every table compared the same way after the last; ``ZCL_EVERY_NIGHT=1``
-runs all 30 nights on both engines (the figures in ``docs/cluster.md``).
+happens; a Spark night of this small world costs about 25 s on two cores), and every table
+compared the same way after the last; ``ZCL_EVERY_NIGHT=1`` runs all 30 nights on both engines
+(the figures in ``docs/cluster.md``).
 
 One Spark session serves the whole module (Spark's start-up is most of its cost).
 """
