@@ -224,8 +224,8 @@ def reasons(frame: pl.DataFrame) -> pl.Series:
     needed = ["base_reason", "invalid_since", "invalid_reason", "cs_looks", "cs_since", "guardrail_status",
               "days_since_first_assignment", "plan_reachable", "days_to_plan", "stalled_since", "is_primary",
               "decision_rule", "registration_refused", "decision", "epoch", "epoch_start"]
-    primary = frame.select(*needed, pl.int_range(pl.len()).alias("_row")).filter(pl.col("is_primary"))
-    keyed = pl.concat([primary, _text(frame.filter(pl.col("is_primary")))], how="horizontal").with_columns(
+    primary = frame.with_columns(pl.int_range(pl.len()).alias("_row")).filter(pl.col("is_primary"))
+    keyed = pl.concat([primary.select(*needed, "_row"), _text(primary)], how="horizontal").with_columns(
         _template_of().alias("_template"))  # only primary rows have a reason: their figures alone are worded
     parts = [pl.DataFrame(schema={"_row": pl.Int64, "reason": pl.String})]
     for key, template in _templates().items():
