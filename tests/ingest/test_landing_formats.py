@@ -264,3 +264,35 @@ def test_a_csv_cell_of_spaces_is_missing_in_a_typed_field_and_blank_in_a_text_fi
         quote_style="always")
     assert quarantined == [("s2", "blank", "blank: evaluator_id is blank")]
     assert {s: row["tokens"] for s, row in held.items()} == {"s0": None, "s1": 12.0}
+
+
+def _quarantined_csv_records(tmp_path, nights: list[list[tuple[str, dict]]]) -> list[tuple[str, str, dict]]:
+    """Land and stage registrations as CSV night by night (each night a list of (day, row)
+    files); the quarantine's (file, rule, record) at the end."""
+    landing = tmp_path / "landing"
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        for night in nights:
+            for day, row in night:
+                folder = landing / "experiments" / day
+                folder.mkdir(parents=True, exist_ok=True)
+                pl.DataFrame([row]).write_csv(folder / f"{row['experiment_id']}.csv")
+            load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "experiments")
+            stage_table(con, "experiments")
+        rows = con.execute("SELECT source_file, rule, record FROM quarantine ORDER BY ALL").fetchall()
+    return [(name, rule, json.loads(record)) for name, rule, record in rows]
+
+
+def test_a_quarantined_csv_row_names_the_columns_of_its_own_file_whatever_lands_beside_it(tmp_path):
+    # day 1's file has a column of its own ("note"); day 2's file lacks it and has a bad alpha.
+    # Staged in one pass or night by night, day 2's record holds exactly its own file's
+    # columns: the columns of another file staged in the same pass never appear in it
+    as_text = {**REGISTRATION, "arms": json.dumps(ARMS), "metric_caps": json.dumps(REGISTRATION["metric_caps"])}
+    first = ("2026-10-01", {**as_text, "experiment_id": "e1", "note": "x"})
+    second = ("2026-10-02", {**as_text, "experiment_id": "e2", "alpha": "lots", "registered_at": "2026-10-02T08:00:00+00:00"})
+    together = _quarantined_csv_records(tmp_path / "together", [[first, second]])
+    nightly = _quarantined_csv_records(tmp_path / "nightly", [[first], [second]])
+    assert together == nightly
+    ((name, rule, record),) = together
+    assert (name, rule) == ("e2.csv", "bad_type")
+    assert set(record) == set(second[1]) and record["alpha"] == "lots"

@@ -336,12 +336,14 @@ def _build_candidates(con: duckdb.DuckDBPyConnection, table: str, files: list[Ar
 
 def _read_batches(con: duckdb.DuckDBPyConnection, contract, files: list[ArchivedFile], policy, engine: Engine) -> list[_Batch]:
     """The statements that read ``files``: the JSON Lines the engine read, the other JSON Lines
-    (with the files no reader takes) together, CSV together, Parquet by schema."""
+    (with the files no reader takes) together, CSV and Parquet by their columns, so that a
+    file's candidate rows (a refused row's record names the file's own columns) never depend
+    on the other files staged with it."""
     json_frames: dict[ArchivedFile, pl.DataFrame] = {}
     landed = _engine_batch(con, contract, [f for f in files if f.suffix in JSON_SUFFIXES], policy, engine)
     batches = [landed] if landed.files else []
     read_by_engine = set(landed.files)
-    csv_frames: dict[ArchivedFile, pl.DataFrame] = {}
+    csv_groups: dict[tuple[str, ...], dict[ArchivedFile, pl.DataFrame]] = {}
     parquet_groups: dict[tuple, list[ArchivedFile]] = {}
     for f in files:
         try:
@@ -350,7 +352,8 @@ def _read_batches(con: duckdb.DuckDBPyConnection, contract, files: list[Archived
             if f.suffix in JSON_SUFFIXES:
                 json_frames[f] = read_json_lines(f)
             elif f.suffix in CSV_SUFFIXES:
-                csv_frames[f] = read_csv(f)
+                frame = read_csv(f)
+                csv_groups.setdefault(tuple(frame.columns), {})[f] = frame
             elif f.suffix in PARQUET_SUFFIXES:
                 schema = parquet_schema(con, f)
                 if schema.own_reader:
@@ -363,8 +366,8 @@ def _read_batches(con: duckdb.DuckDBPyConnection, contract, files: list[Archived
             json_frames[f] = unreadable(f, f"{type(exc).__name__}: {exc}")
     if json_frames:
         batches.append(_Batch(list(json_frames), lambda fs: _frame_statement(contract, [json_frames[f] for f in fs], "json", policy)))
-    if csv_frames:
-        batches.append(_Batch(list(csv_frames), lambda fs: _frame_statement(contract, [csv_frames[f] for f in fs], "text", policy)))
+    for frames in csv_groups.values():
+        batches.append(_Batch(list(frames), lambda fs, g=frames: _frame_statement(contract, [g[f] for f in fs], "text", policy)))
     for (columns, repeated), group in parquet_groups.items():
         batches.append(_Batch(group, lambda fs, c=columns, r=repeated: (
             candidate_select(contract, Source("native", parquet_relation(fs, r), c, errors=True), policy), {})))
@@ -391,8 +394,8 @@ def _engine_batch(con: duckdb.DuckDBPyConnection, contract, files: list[Archived
 
 
 def _frame_statement(contract, frames: list[pl.DataFrame], shape: str, policy) -> tuple[str, dict[str, object]]:
-    """The candidate SQL over stacked JSON Lines (``json``) or CSV (``text``) frames."""
-    stacked = pl.concat(frames, how="diagonal") if shape == "text" else pl.concat(frames)
+    """The candidate SQL over stacked JSON Lines (``json``) or CSV (``text``, of the same columns) frames."""
+    stacked = pl.concat(frames, how="vertical_relaxed")
     if shape == "json":
         return candidate_select(contract, Source("json", "json_rows"), policy), {"json_rows": as_batches(stacked)}
     columns = tuple((c, "VARCHAR") for c in stacked.columns if not c.startswith("__"))
