@@ -16,10 +16,12 @@ statistics engine, the decisions, the reports and the UI read it and do not know
 computed a row. Bookkeeping statements (``DELETE`` of the rows a night replaces, the change
 log) are small and run on the warehouse connection whichever engine is chosen.
 
-Staging's reading of the landed JSON Lines goes through :meth:`Engine.read_json_lines`: DuckDB
-leaves it to the readers of ``zcl_assets.ingest.readers`` in this process; Spark reads the
-archived files on its executors and hands their lines to the warehouse as Parquet
-(``zcl_assets.portability.spark_landing``), where the contract SQL validates them.
+Staging's candidates (every landed row read and validated by the contracts,
+``zcl_assets.ingest.staging.file_candidates``) go through :meth:`Engine.file_candidates`:
+DuckDB computes them on the warehouse connection; Spark on its executors, each task running
+the same readers and the same generated contract SQL on an in-memory DuckDB over its share of
+the files, and hands the rows to the warehouse as Parquet
+(``zcl_assets.portability.spark_staging``).
 
 :func:`engine_settings` reads the choice from ``ZCL_ENGINE`` (``duckdb`` or ``spark``),
 ``ZCL_SPARK_MASTER`` (``local[2]``, ``spark://host:7077``, ``yarn``, ``k8s://...`` or a Spark
@@ -33,11 +35,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import duckdb
 
 from zcl_assets.ingest.readers import ArchivedFile
+from zcl_assets.privacy.policy import PrivacyPolicy
+
+if TYPE_CHECKING:
+    from zcl_assets.portability.spark_staging import StageFiles
 
 ENGINES = ("duckdb", "spark")
 ENGINE_VARIABLE = "ZCL_ENGINE"
@@ -92,10 +98,12 @@ class Engine(Protocol):
         """Run ``text`` (one DuckDB statement, CREATE ... AS SELECT or INSERT ... SELECT, with
         ``$name`` parameters from ``params``); its rows land in the warehouse table it names."""
 
-    def read_json_lines(self, table: str, files: list[ArchivedFile]) -> str | None:
-        """Read the archived JSON Lines ``files`` of ``table``; returns the Parquet folder of their
-        ``json``-shape rows (``zcl_assets.portability.spark_landing``), or None when the readers
-        of this process are to read them."""
+    def file_candidates(self, con: duckdb.DuckDBPyConnection, table: str, files: list[ArchivedFile],
+                        policy: PrivacyPolicy, stage: StageFiles) -> str | None:
+        """The candidate rows of the archived ``files`` of ``table`` under ``policy``, computed by
+        ``stage`` (``zcl_assets.ingest.staging.file_candidates`` with the table bound) wherever
+        the engine runs it, as a Parquet folder of the columns of ``con``'s temp table
+        ``candidates``; None when this process is to run ``stage`` itself."""
 
 
 class DuckDBEngine:
@@ -106,8 +114,9 @@ class DuckDBEngine:
     def execute(self, con: duckdb.DuckDBPyConnection, text: str, params: dict | None = None) -> None:
         con.execute(text, {k: v for k, v in (params or {}).items() if f"${k}" in text})
 
-    def read_json_lines(self, table: str, files: list[ArchivedFile]) -> str | None:
-        """None: the readers of this process read the files (``zcl_assets.ingest.readers``)."""
+    def file_candidates(self, con: duckdb.DuckDBPyConnection, table: str, files: list[ArchivedFile],
+                        policy: PrivacyPolicy, stage: StageFiles) -> str | None:
+        """None: the warehouse connection computes them."""
         return None
 
 

@@ -63,6 +63,16 @@ def check_memory_limit(value: str, source: str = "memory_limit") -> str:
     return value.strip()
 
 
+def session_settings(con: duckdb.DuckDBPyConnection) -> None:
+    """The settings every connection of the night runs with, the warehouse's and those of
+    Spark's staging tasks alike: times in UTC (naive timestamps are UTC, offsets kept)."""
+    con.execute("SET TimeZone = 'UTC'")
+    # Every read that needs an order says ORDER BY, so DuckDB may stream inserts in any
+    # order: this lets large joins and windows spill instead of holding the whole result
+    # in memory.
+    con.execute("SET preserve_insertion_order = false")
+
+
 @dataclass(frozen=True)
 class DuckDBWarehouse:
     """A DuckDB file holding raw, staged, quarantine and analysis tables.
@@ -98,12 +108,8 @@ class DuckDBWarehouse:
         db_path.parent.mkdir(parents=True, exist_ok=True)
         con = self._open(db_path, read_only)
         try:
-            con.execute("SET TimeZone = 'UTC'")
+            session_settings(con)
             con.execute(f"SET memory_limit = '{check_memory_limit(self.memory_limit)}'")
-            # Every read that needs an order says ORDER BY, so DuckDB may stream inserts in
-            # any order: this lets large joins and windows spill instead of holding the
-            # whole result in memory.
-            con.execute("SET preserve_insertion_order = false")
             if not read_only:
                 ensure_schema(con)
             yield con

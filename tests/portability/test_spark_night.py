@@ -2,8 +2,9 @@
 
 The same landing is run twice through ``nightly_job``, each on its own ephemeral Dagster instance
 and warehouse: once with the embedded default (``ZCL_ENGINE`` unset) and once with
-``ZCL_ENGINE=spark`` (``local[2]``), where the landed JSON Lines are read by Spark for staging
-(``zcl_assets.portability.spark_landing``) and the verification records, the experience, its
+``ZCL_ENGINE=spark`` (``local[2]``), where staging's candidate rows (every landed row read and
+validated by the contracts) are computed by Spark's tasks (``zcl_assets.portability.spark_staging``)
+and the verification records, the experience, its
 quarantine rows and the look's per-day sums are computed by Spark SQL translated from the same
 files (``zcl_assets.engine``). Every table of the two warehouses is then compared row for row,
 as the incremental-equals-fresh test compares two loads (the same table list and the same
@@ -118,16 +119,14 @@ def test_the_night_was_computed_on_spark(nights, spark):
     # The Spark warehouse holds the staged tables and the experience Spark read, as Parquet, and
     # the sums Spark wrote; Spark reading them back gives the warehouse's rows.
     duck, on_spark, lake, results = nights
-    # staging: the landed JSON Lines were read by Spark, their lines are the raw rows of the warehouse
+    # staging: the candidate rows of the landed files were computed by Spark's tasks, one per raw row
     engines = {m.asset_key.path[-1]: m.metadata["engine"].value for r in results
                for m in r.asset_materializations_for_node("landing_and_staging") if "engine" in m.metadata}
     assert engines and {engines[f"staged_{t}"] for t in ("experiments", "assignments", "sessions", "outcomes")} == {"spark"}
     with duckdb.connect(str(on_spark), read_only=True) as con:
         landed = dict(con.execute(
-            "SELECT table_name, sum(row_count) FROM landing_manifest WHERE superseded_at IS NULL "
-            "AND file_name LIKE '%.jsonl' GROUP BY ALL").fetchall())
-    assert landed and all(spark.read.parquet(str(lake / "_landed" / t)).where("__source_row > 0").count() == n
-                          for t, n in landed.items())
+            "SELECT table_name, sum(row_count) FROM landing_manifest WHERE superseded_at IS NULL GROUP BY ALL").fetchall())
+    assert landed and all(spark.read.parquet(str(lake / "_candidates" / t)).count() == n for t, n in landed.items())
     for table in ("staged_assignments", "staged_sessions", "verification_records", "experience"):
         assert (lake / table / "data.parquet").is_file(), table
     for table in ("verification_records", "experience", "arm_day_sums", "look_violation_days", "quarantine"):

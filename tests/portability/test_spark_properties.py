@@ -1,5 +1,5 @@
-"""Property, reduced on Spark: whatever a JSON Lines file holds, staging it with the lines read
-by Spark gives the staged rows, held rows and quarantine rows (rule, reason, record, lineage)
+"""Property, reduced on Spark: whatever a JSON Lines file holds, staging it with its candidate
+rows computed by Spark's tasks gives the staged rows, held rows and quarantine rows (rule, reason, record, lineage)
 that staging with DuckDB's reader gives.
 
 The lines are drawn by Hypothesis as ``tests/ingest/test_contract_properties.py`` draws them
@@ -32,7 +32,7 @@ from zcl_assets.engine import DUCKDB
 from zcl_assets.ingest.archive import load_table
 from zcl_assets.ingest.staging import stage_table
 from zcl_assets.portability.spark_engine import SparkEngine
-from zcl_assets.portability.spark_landing import landed_folder
+from zcl_assets.portability.spark_staging import candidates_folder
 from zcl_assets.warehouse import ensure_schema
 
 SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
@@ -90,5 +90,5 @@ def test_any_json_lines_file_stages_on_spark_as_on_duckdb(spark, tmp_path_factor
         found[name] = _staged(root, table, engine)
     differing = {t: d for t in found["duckdb"] if (d := row_differences(found["duckdb"][t], found["spark"][t]))}
     assert differing == {}, content
-    # the probe's lines were read by Spark, not left to this process
-    assert list(Path(landed_folder(str(root / "lake"), table)).glob("*.parquet")), content
+    # the probe's candidate rows were computed by Spark's tasks, not by this process
+    assert list(Path(candidates_folder(str(root / "lake"), table)).glob("*.parquet")), content

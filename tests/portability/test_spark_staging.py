@@ -1,4 +1,4 @@
-"""Staging with the landed JSON Lines read by Spark (local mode) gives the tables DuckDB gives.
+"""Staging with its candidates computed by Spark's tasks (local mode) gives the tables DuckDB gives.
 
 The bad-input catalogue of ``tests/end_to_end/test_bad_input.py`` (every kind of bad row and bad
 file), with JSON Lines whose lines are hard to number or to split (CRLF, a byte-order mark,
@@ -22,7 +22,10 @@ from tests.warehouse_checks import conservation_gaps, exact_rows, row_difference
 from zcl_assets.engine import DUCKDB
 from zcl_assets.ingest.archive import load_table
 from zcl_assets.ingest.staging import stage_table
+from zcl_assets.portability import spark_staging
 from zcl_assets.portability.spark_engine import SparkEngine
+from zcl_assets.privacy.pseudonyms import KEY_ENV, pseudonym
+from zcl_assets.privacy.redaction import PATTERNS_ENV
 
 SESSION = {"schema_version": 1, "org_id": "o", "user_id": "u", "task_type": "t", "started_at": f"{DAY}T09:00:00+00:00",
            "ended_at": f"{DAY}T09:30:00+00:00", "experiment_id": "e1", "delivered_arm": "control"}
@@ -88,22 +91,82 @@ def test_staging_on_spark_gives_the_staged_tables_and_quarantine_of_duckdb(stage
     assert rules["malformed_record"] == 1  # g2: a carriage return kept inside a line breaks its JSON
 
 
-def test_spark_read_the_json_lines_and_left_the_file_that_is_not_utf8(staged, spark):
-    _, _, lake = staged
-    rows = spark.read.parquet(str(lake / "_landed" / "sessions"))
-    numbered = {(r["__source_file"], r["__source_row"]) for r in rows.collect()}
-    assert {("crlf.jsonl", 1), ("crlf.jsonl", 3), ("crlf.jsonl", 4), ("bom.jsonl", 1), ("bom.jsonl", 4),
-            ("glob[1].jsonl", 2), ("blank_lines.jsonl", 3), ("copy.jsonl", 5)} <= numbered
-    assert ("latin1.jsonl", 0) in numbered  # the marker of a file read by the Python reader
-    assert ("latin1.jsonl", 1) not in numbered
-    assert rows.where("__source_file = 'bom.jsonl' AND __source_row = 2").count() == 0  # white space only
-    for table in ("assignments", "experiments", "arm_snapshots", "outcomes"):
-        assert list((lake / "_landed" / table).glob("*.parquet")), table
+def test_spark_tasks_computed_the_candidates_of_every_landed_row(staged, spark):
+    # every landed row of every file (JSON Lines, CSV, Parquet, a file no reader takes) is a
+    # candidate row written by Spark's tasks; DuckDB's night put the same rows in the staged,
+    # held or quarantine tables (the contract's quarantine and the cross-row rules')
+    duck, _, lake = staged
+    with duckdb.connect(duck.path, read_only=True) as con:
+        landed = {t for (t,) in con.execute("SELECT DISTINCT table_name FROM landing_manifest").fetchall()}
+    assert landed == {p.name for p in (lake / "_candidates").iterdir()} and len(landed) >= 5
+    for table in landed:
+        contract = CONTRACTS[table]
+        on_spark = {(str(r["partition_day"]), r["source_file"], r["source_row"])
+                    for r in spark.read.parquet(str(lake / "_candidates" / table)).collect()}
+        with duckdb.connect(duck.path, read_only=True) as con:
+            on_duckdb = {(str(d), f, n) for d, f, n in con.execute(
+                f"SELECT partition_day, source_file, source_row FROM {contract.staged_table} UNION ALL "
+                f"SELECT partition_day, source_file, source_row FROM {contract.held_table} UNION ALL "
+                "SELECT partition_day, source_file, source_row FROM quarantine WHERE source_table = $t AND stage = 'contract'",
+                {"t": table}).fetchall()}
+        assert on_spark == on_duckdb and on_spark, table
+    assert {"broken.parquet", "good.parquet", "a.jsonl"} <= {
+        r["source_file"] for r in spark.read.parquet(str(lake / "_candidates" / "assignments")).collect()}
+
+
+def test_the_privacy_policy_reaches_sparks_tasks(spark, tmp_path, monkeypatch):
+    # a pseudonym key and a pattern of the user's: user ids are pseudonymised and a match in
+    # the free text of a refused row redacted by the tasks exactly as by DuckDB
+    monkeypatch.setenv(KEY_ENV, "a-secret-of-at-least-thirty-two-bytes!")
+    patterns = tmp_path / "patterns.yaml"
+    patterns.write_text("patterns:\n  - kind: employee_id\n    regex: 'EMP-[0-9]{6}'\n")
+    monkeypatch.setenv(PATTERNS_ENV, str(patterns))
+    landing = tmp_path / "landing"
+    day = landing / "sessions" / DAY
+    day.mkdir(parents=True)
+    (day / "s.jsonl").write_bytes(_session("p1", user_id="ada@example.com") + b"\n"
+                                  + _session("p2", user_id="EMP-123456", ended_at="owner EMP-654321") + b"\n")
+    found = []
+    for name, engine in (("duckdb", DUCKDB), ("spark", SparkEngine(master="local[2]", location=str(tmp_path / "lake")))):
+        warehouse = Warehouse(path=str(tmp_path / f"{name}.duckdb"))
+        with warehouse.connect() as con:
+            load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "sessions")
+            stage_table(con, "sessions", engine=engine)
+            found.append((con.execute("SELECT session_id, user_id FROM staged_sessions ORDER BY ALL").fetchall(),
+                          con.execute("SELECT source_row, rule, reason, record FROM quarantine ORDER BY ALL").fetchall()))
+    assert found[0] == found[1]
+    (staged_rows, quarantined) = found[1]
+    assert staged_rows == [("p1", pseudonym(b"a-secret-of-at-least-thirty-two-bytes!", "ada@example.com"))]
+    assert [(n, rule) for n, rule, _, _ in quarantined] == [(2, "bad_type")]
+    assert "EMP-" not in repr(quarantined) and "<redacted:employee_id>" in quarantined[0][3]
+    # and the tasks did it: their rows hold the pseudonym and the redacted record, nothing as landed
+    written = spark.read.parquet(str(tmp_path / "lake" / "_candidates" / "sessions")).orderBy("source_row").collect()
+    assert [r["user_id"] for r in written][:1] == [staged_rows[0][1]]
+    assert "<redacted:employee_id>" in written[1]["__record"] and "@" not in repr(written) and "EMP-" not in repr(written)
+
+
+def test_when_sparks_tasks_cannot_run_the_files_are_staged_here(spark, tmp_path, monkeypatch, caplog):
+    # an executor without the project's environment fails every task: the warning says so and
+    # this process stages the files, as on DuckDB
+    def no_executors(*args):
+        raise RuntimeError("Python worker exited unexpectedly\nstack")
+    monkeypatch.setattr(spark_staging, "file_candidates", no_executors)
+    landing = tmp_path / "landing"
+    (landing / "sessions" / DAY).mkdir(parents=True)
+    (landing / "sessions" / DAY / "s.jsonl").write_bytes(_session("k1") + b"\n" + b"not json\n")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "sessions")
+        stage_table(con, "sessions", engine=SparkEngine(master="local[2]", location=str(tmp_path / "lake")))
+        assert con.execute("SELECT session_id FROM staged_sessions").fetchall() == [("k1",)]
+        assert con.execute("SELECT source_row, rule FROM quarantine").fetchall() == [(2, "malformed_record")]
+    assert "spark could not stage the files of sessions, staged here instead: Python worker exited unexpectedly" in caplog.text
+    assert "stack" not in caplog.text
 
 
 def test_a_json_lines_file_missing_from_the_archive_is_quarantined_as_on_duckdb(spark, tmp_path):
-    # Spark cannot read a file that is gone: the table's JSON Lines are then read here, so the
-    # file is quarantined as unreadable_file with DuckDB's reason and its neighbours stage.
+    # a file that is gone is quarantined by Spark's task as unreadable_file with DuckDB's
+    # reason, and its neighbours stage
     landing = tmp_path / "landing"
     day = landing / "sessions" / DAY
     day.mkdir(parents=True)

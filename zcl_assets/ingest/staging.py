@@ -2,11 +2,11 @@
 
 One pass per table and run, over its pending days (or those of them a run asks for) at once:
 
-1. **Candidates.** Every archived file of those days is read (``readers``; the JSON Lines by
-   the engine, ``zcl_assets.engine.Engine.read_json_lines``, so on Spark by its executors) and
-   run through the generated contract SQL (``contracts.validate``): typed fields, and for a
-   row breaking a row-level rule its rule, reasons and record. Experiments also get the
-   registration structure checks (``contracts.registration``).
+1. **Candidates.** Every archived file of those days is read (``readers``) and run through the
+   generated contract SQL (``contracts.validate``): typed fields, and for a row breaking a
+   row-level rule its rule, reasons and record (:func:`file_candidates`; the engine computes
+   them, ``zcl_assets.engine.Engine.file_candidates``, so on Spark its executors). Experiments
+   also get the registration structure checks (``contracts.registration``).
 2. **Cross-row rules** over the *subject*: the candidates that passed, and the staged and held
    rows of other days that a change can affect, found by key lookups: rows with the key of a
    changed row (a duplicate key may move between days) and rows whose reference changed in
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -54,8 +55,7 @@ from zcl_assets.ingest.readers import (
     unreadable,
 )
 from zcl_assets.ingest.versions import code_fingerprint
-from zcl_assets.portability.spark_landing import REFUSED_ROW
-from zcl_assets.privacy.policy import current_policy
+from zcl_assets.privacy.policy import PrivacyPolicy, current_policy
 from zcl_assets.privacy.pseudonyms import register_function as register_pseudonym_function
 from zcl_assets.privacy.redaction import Redactor, redact_json, redact_record
 from zcl_assets.warehouse import transaction
@@ -152,7 +152,7 @@ def stage_table(con: duckdb.DuckDBPyConnection, table: str, days: Sequence[str] 
                 engine: Engine = DUCKDB) -> StageResult:
     """Stage the pending days of ``table`` (those among ``days`` when given) and re-check what
     their changes and the changes of its dependencies touch (see the module doc); ``engine``
-    reads the landed JSON Lines.
+    computes the candidate rows.
 
     Raises:
         KeyError: unknown table.
@@ -311,44 +311,57 @@ class _Batch(NamedTuple):
 
 
 def _build_candidates(con: duckdb.DuckDBPyConnection, table: str, files: list[ArchivedFile], engine: Engine = DUCKDB) -> None:
-    """Temp table ``candidates``: every row of ``files`` through the contract SQL.
+    """Temp table ``candidates``: the candidate rows of ``files`` (:func:`file_candidates`),
+    computed by ``engine``: on Spark by its executors, each over its share of the files."""
+    policy = current_policy()
+    _create_candidates(con, CONTRACTS[table])
+    folder = engine.file_candidates(con, table, files, policy, partial(file_candidates, table=table)) if files else None
+    if folder is None:
+        file_candidates(con, files, policy, table)
+        return
+    if list(Path(folder).glob("*.parquet")):
+        con.execute(f"INSERT INTO candidates BY NAME SELECT * FROM read_parquet({sql_literal(folder + '/*.parquet')})")
+
+
+def file_candidates(con: duckdb.DuckDBPyConnection, files: list[ArchivedFile], policy: PrivacyPolicy, table: str) -> None:
+    """Temp table ``candidates`` on ``con``: every row of ``files`` through the contract SQL.
 
     Files are read in as few statements as their formats allow; a statement that fails is
     split into one per file, and a file that still fails is quarantined whole
     (``unreadable_file``, with the engine's message), so no file stops the others. The
-    reasons and records of the rows that broke a rule are then redacted
-    (``zcl_assets.privacy``).
+    reasons and records of the rows that broke a rule are then redacted under ``policy``
+    (``zcl_assets.privacy``). A file's rows depend on that file alone, so any partition of
+    the files gives the same rows: Spark's executors run this, each on an in-memory DuckDB
+    over its share (``zcl_assets.portability.spark_staging``).
     """
     contract = CONTRACTS[table]
-    policy = current_policy()
     if policy.pseudonym_key:
         register_pseudonym_function(con, policy.pseudonym_key)
+    _create_candidates(con, contract)
+    for batch in _read_batches(con, contract, files, policy):
+        _insert_isolated(con, contract, batch, policy)
+    _redact_candidates(con, contract, policy.redactor)
+
+
+def _create_candidates(con: duckdb.DuckDBPyConnection, contract) -> None:
     fields = ", ".join(f"CAST(NULL AS {f.type}) AS {quote_identifier(f.name)}" for f in contract.fields)
     con.execute(
         "CREATE OR REPLACE TEMP TABLE candidates AS SELECT CAST(NULL AS DATE) AS partition_day, CAST(NULL AS VARCHAR) AS source_file, "
         f"CAST(NULL AS BIGINT) AS source_row, {fields}, CAST(NULL AS VARCHAR) AS __rule, CAST(NULL AS VARCHAR) AS __reason, "
         "CAST(NULL AS VARCHAR) AS __record, CAST(NULL AS BOOLEAN) AS __sensitive LIMIT 0"
     )
-    for batch in _read_batches(con, contract, files, policy, engine):
-        _insert_isolated(con, contract, batch, policy)
-    _redact_candidates(con, contract, policy.redactor)
 
 
-def _read_batches(con: duckdb.DuckDBPyConnection, contract, files: list[ArchivedFile], policy, engine: Engine) -> list[_Batch]:
-    """The statements that read ``files``: the JSON Lines the engine read, the other JSON Lines
-    (with the files no reader takes) together, CSV and Parquet by their columns, so that a
-    file's candidate rows (a refused row's record names the file's own columns) never depend
-    on the other files staged with it."""
+def _read_batches(con: duckdb.DuckDBPyConnection, contract, files: list[ArchivedFile], policy) -> list[_Batch]:
+    """The statements that read ``files``: the JSON Lines (with the files no reader takes)
+    together, CSV and Parquet by their columns, so that a file's candidate rows (a refused
+    row's record names the file's own columns) never depend on the other files staged with it."""
     json_frames: dict[ArchivedFile, pl.DataFrame] = {}
-    landed = _engine_batch(con, contract, [f for f in files if f.suffix in JSON_SUFFIXES], policy, engine)
-    batches = [landed] if landed.files else []
-    read_by_engine = set(landed.files)
+    batches: list[_Batch] = []
     csv_groups: dict[tuple[str, ...], dict[ArchivedFile, pl.DataFrame]] = {}
     parquet_groups: dict[tuple, list[ArchivedFile]] = {}
     for f in files:
         try:
-            if f in read_by_engine:
-                continue
             if f.suffix in JSON_SUFFIXES:
                 json_frames[f] = read_json_lines(f)
             elif f.suffix in CSV_SUFFIXES:
@@ -372,25 +385,6 @@ def _read_batches(con: duckdb.DuckDBPyConnection, contract, files: list[Archived
         batches.append(_Batch(group, lambda fs, c=columns, r=repeated: (
             candidate_select(contract, Source("native", parquet_relation(fs, r), c, errors=True), policy), {})))
     return batches
-
-
-def _engine_batch(con: duckdb.DuckDBPyConnection, contract, files: list[ArchivedFile], policy, engine: Engine) -> _Batch:
-    """The JSON Lines ``files`` the engine reads (none on DuckDB), as a batch over the Parquet of
-    their rows; a file the engine left to this process (bytes that are not UTF-8) is not in it."""
-    folder = engine.read_json_lines(contract.name, files) if files else None
-    if folder is None:
-        return _Batch([], lambda fs: ("", {}))
-    rows = f"read_parquet({sql_literal(folder + '/*.parquet')})"
-    refused = {n for (n,) in con.execute(f"SELECT DISTINCT __file_order FROM {rows} WHERE __source_row = {REFUSED_ROW}").fetchall()}
-    order = {f: i for i, f in enumerate(files)}
-
-    def statement(subset: list[ArchivedFile]) -> tuple[str, dict[str, object]]:
-        chosen = ", ".join(str(order[f]) for f in subset)
-        relation = (f"(SELECT * EXCLUDE (__file_order) FROM {rows} WHERE __source_row > {REFUSED_ROW} AND __file_order IN ({chosen}) "
-                    "ORDER BY __file_order, __source_row)")
-        return candidate_select(contract, Source("json", relation), policy), {}
-
-    return _Batch([f for f in files if order[f] not in refused], statement)
 
 
 def _frame_statement(contract, frames: list[pl.DataFrame], shape: str, policy) -> tuple[str, dict[str, object]]:

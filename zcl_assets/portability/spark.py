@@ -12,9 +12,8 @@ warehouse, translated by ``zcl_assets.portability.spark_engine.spark_sql``.
 :func:`run_on_duckdb` runs every file on DuckDB and exports the warehouse tables and
 registered frames the files read to Parquet; :func:`run_on_spark` runs the same files on a
 Spark session (local mode or a cluster) over those files and compares the results row by row. ``zcl check-spark`` prints that comparison.
-What only DuckDB does (reading landed CSV and Parquet, the contracts' validation SQL) stays in
-``zcl_assets/ingest/readers.py`` and ``contracts/validate.py``; of staging, Spark reads the landed
-JSON Lines (``zcl_assets.portability.spark_landing``).
+Staging's candidates are computed by Spark's tasks with the project's readers and contract SQL
+(``zcl_assets.portability.spark_staging``).
 
 Requires ``pyspark`` (in ``requirements.lock``) and a Java runtime (17 or later) for Spark.
 """

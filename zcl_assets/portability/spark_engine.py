@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -26,7 +27,9 @@ import sqlglot
 from sqlglot import exp
 
 from zcl_assets.ingest.readers import ArchivedFile
-from zcl_assets.portability import spark_landing
+from zcl_assets.portability import spark_staging
+from zcl_assets.portability.spark_staging import StageFiles
+from zcl_assets.privacy.policy import PrivacyPolicy
 
 _log = logging.getLogger(__name__)
 
@@ -112,6 +115,9 @@ def spark_session(master: str = "local[2]", warehouse: str = ""):
     if master.startswith("local"):
         # one machine: a few shuffle partitions, not Spark's 200 tasks per shuffle
         builder = builder.config("spark.sql.shuffle.partitions", "8")
+        # the Python workers of staging's tasks run this interpreter, with the project's
+        # packages, unless PYSPARK_PYTHON names another (pyspark reads only the variable)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # DuckDB writes dates and times on the proleptic Gregorian calendar, as Spark 3 does: read
     # them as they are (0001-01-01, the first day of a first build, is a valid date)
     for key in ("datetimeRebaseModeInRead", "datetimeRebaseModeInWrite", "int96RebaseModeInRead", "int96RebaseModeInWrite"):
@@ -190,19 +196,21 @@ class SparkEngine:
         _log.info("spark %s: mirror %.2f s, spark %.2f s, back %.2f s", _target(statement),
                   *(b - a for a, b in zip(clock, clock[1:], strict=False)))
 
-    def read_json_lines(self, table: str, files: list[ArchivedFile]) -> str | None:
-        """Read the archived JSON Lines ``files`` of ``table`` on Spark into
-        ``<location>/_landed/<table>/`` (``spark_landing``) and return that folder; None when
-        Spark cannot read one of them (a file missing from the archive), so that the readers of
-        this process read them all and quarantine that file as on DuckDB."""
-        folder = spark_landing.landed_folder(self.location, table)
+    def file_candidates(self, con: duckdb.DuckDBPyConnection, table: str, files: list[ArchivedFile],
+                        policy: PrivacyPolicy, stage: StageFiles) -> str | None:
+        """Compute the candidate rows of the archived ``files`` of ``table`` on Spark's executors,
+        each task running ``stage`` (``spark_staging``), into ``<location>/_candidates/<table>/``
+        in the columns of ``con``'s temp table ``candidates``, and return that folder; None when
+        Spark's tasks cannot run (logged), so that this process computes them."""
+        folder = spark_staging.candidates_folder(self.location, table)
         start = time.perf_counter()
+        columns = [(name, column_type) for name, column_type, *_ in con.execute("DESCRIBE candidates").fetchall()]
         try:
-            spark_landing.read_json_lines(self.session, files, folder)
+            spark_staging.file_candidates(self.session, columns, stage, files, policy, folder)
         except Exception as exc:  # noqa: BLE001 - Spark's errors come from the JVM in many types
-            _log.warning("spark could not read the JSON Lines of %s, read here instead: %s", table, exc)
+            _log.warning("spark could not stage the files of %s, staged here instead: %s", table, str(exc).strip().splitlines()[0])
             return None
-        _log.info("spark %s: %d JSON Lines files read in %.2f s", table, len(files), time.perf_counter() - start)
+        _log.info("spark %s: %d files staged in %.2f s", table, len(files), time.perf_counter() - start)
         return folder
 
     def _mirror(self, con: duckdb.DuckDBPyConnection, name: str) -> None:

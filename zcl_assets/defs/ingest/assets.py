@@ -81,8 +81,8 @@ def landing_and_staging(context: dg.AssetExecutionContext, warehouse: Warehouse,
     Each is its own asset in the catalog, with its own partitions, metadata and checks; they
     run as one step on one connection (the raw tables first, then staging in the order of its
     cross-row rules, ``CONTRACTS``'s order), so a night pays one Dagster step and one write
-    of the warehouse for ingestion, not fourteen. The landed JSON Lines are read by the chosen
-    engine (on Spark by its executors); the warehouse validates them.
+    of the warehouse for ingestion, not fourteen. The chosen engine reads and validates the
+    landed files (on Spark its executors); the cross-row rules run on the warehouse.
     """
     days = run_days(context)
     selected = {k.path[-1] for k in context.selected_asset_keys}
