@@ -8,10 +8,11 @@ records, experience and the look's per-day sums are computed by Spark (``zcl_ass
 and so are staging's candidates (the landed files read and validated by the contracts, in
 Spark's tasks). Prints, for each: the night's wall seconds, peak resident
 memory of the Python process (Spark's JVM is a child process: its memory is not in it), the
-seconds of the three assets Spark computes (Dagster step durations), and for Spark the split of
+seconds of the steps Spark computes, in part or whole (Dagster step durations), and for Spark the split of
 its statements into mirroring the inputs as Parquet, running on Spark and handing the rows
-back, and the seconds of staging's candidates on Spark; then whether both warehouses hold the same rows in ``arm_day_sums``, ``experience`` and
-``experiment_analysis`` (counts and an order-free digest of every value).
+back, and the seconds of staging's candidates on Spark; then whether both warehouses hold the
+same rows in the staged tables of the facts, the quarantine, ``arm_day_sums``, ``experience``
+and ``experiment_analysis`` (counts and an order-free digest of every value).
 
 Run: ``python benchmarks/spark_night.py --sessions 200000`` (a few minutes on 2 cores);
 ``--sessions 10000000`` is the design's size.
@@ -34,9 +35,10 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 sys.path.insert(0, str(PROJECT / "benchmarks"))
 
-SPARK_ASSETS = ("verification_records", "experience", "experiment_analysis")
-DIGESTED = ("arm_day_sums", "experience", "experiment_analysis")
-DROPPED = {"experiment_analysis": ("analysed_at",)}
+SPARK_ASSETS = ("landing_and_staging", "verification_records", "experience", "experiment_analysis")
+DIGESTED = ("staged_sessions", "staged_assignments", "staged_outcomes", "quarantine", "arm_day_sums", "experience",
+            "experiment_analysis")
+DROPPED = {"experiment_analysis": ("analysed_at",), "quarantine": ("quarantined_at",)}
 
 
 class _Split(logging.Handler):
@@ -142,9 +144,9 @@ def main() -> None:
               f"staging's candidates on Spark {split['staging']:.1f} s")
         duck_steps, spark_steps = (sum(figures[e]["steps"].values()) for e in ("duckdb", "spark"))
         print(f"night spark / duckdb = {figures['spark']['seconds'] / figures['duckdb']['seconds']:.2f}x; "
-              f"the three assets Spark computes: {spark_steps:.1f} s against {duck_steps:.1f} s = {spark_steps / duck_steps:.1f}x")
+              f"the steps Spark computes: {spark_steps:.1f} s against {duck_steps:.1f} s = {spark_steps / duck_steps:.1f}x")
         same = figures["spark"]["digests"] == figures["duckdb"]["digests"]
-        print("same rows on both engines (arm_day_sums, experience, experiment_analysis): "
+        print(f"same rows on both engines ({', '.join(DIGESTED)}): "
               + ("yes" if same else f"NO: {figures['duckdb']['digests']} against {figures['spark']['digests']}"))
         if not same:
             sys.exit(1)

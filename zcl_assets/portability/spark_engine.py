@@ -200,13 +200,12 @@ class SparkEngine:
                         policy: PrivacyPolicy, stage: StageFiles) -> str | None:
         """Compute the candidate rows of the archived ``files`` of ``table`` on Spark's executors,
         each task running ``stage`` (``spark_staging``), into ``<location>/_candidates/<table>/``
-        in the columns of ``con``'s temp table ``candidates``, and return that folder; None when
-        Spark's tasks cannot run (logged), so that this process computes them."""
+        (``con``'s temp table ``candidates`` written by each task), and return that folder; None
+        when Spark's tasks cannot run (logged), so that this process computes them."""
         folder = spark_staging.candidates_folder(self.location, table)
         start = time.perf_counter()
-        columns = [(name, column_type) for name, column_type, *_ in con.execute("DESCRIBE candidates").fetchall()]
         try:
-            spark_staging.file_candidates(self.session, columns, stage, files, policy, folder)
+            spark_staging.file_candidates(self.session, stage, files, policy, folder)
         except Exception as exc:  # noqa: BLE001 - Spark's errors come from the JVM in many types
             _log.warning("spark could not stage the files of %s, staged here instead: %s", table, str(exc).strip().splitlines()[0])
             return None
