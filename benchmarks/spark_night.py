@@ -15,7 +15,10 @@ same rows in the staged tables of the facts, the quarantine, ``arm_day_sums``, `
 and ``experiment_analysis`` (counts and an order-free digest of every value).
 
 Run: ``python benchmarks/spark_night.py --sessions 200000`` (a few minutes on 2 cores);
-``--sessions 10000000`` is the design's size.
+``--sessions 10000000`` is the design's size. ``--new-day 33000`` then lands one more day and
+runs a second night on both engines over the same warehouses: the nightly cadence, where
+Spark's copies of the tables are rewritten only for the days that changed (the table-days
+rewritten are printed).
 """
 
 from __future__ import annotations
@@ -49,9 +52,14 @@ class _Split(logging.Handler):
         super().__init__()
         self.seconds = {"mirror": 0.0, "spark": 0.0, "back": 0.0, "staging": 0.0}
         self.statements = 0
+        self.days = [0, 0]  # days of the copied tables rewritten, of all their days
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.levelno != logging.INFO:
+            return
+        if record.name.endswith(".mirror"):  # a table's copy: (table, days rewritten, days, days deleted)
+            self.days[0] += record.args[1]
+            self.days[1] += record.args[2]
             return
         if "files staged" in record.msg:  # staging's candidates: (table, files, seconds)
             self.seconds["staging"] += record.args[-1]
@@ -63,21 +71,22 @@ class _Split(logging.Handler):
         self.statements += 1
 
 
-def run_mode(engine: str, master: str, landing: Path, warehouse: Path) -> None:
-    """Child process: one night on ``engine``; prints JSON figures."""
+def run_mode(engine: str, master: str, landing: Path, warehouse: Path, as_of: str) -> None:
+    """Child process: one night on ``engine`` (the warehouse may hold earlier ones); prints JSON figures."""
     import dagster as dg
 
     os.environ.update(ZCL_LANDING_DIR=str(landing), ZCL_WAREHOUSE=str(warehouse), ZCL_ENGINE=engine,
                       ZCL_SPARK_MASTER=master)
     split = _Split()
-    logger = logging.getLogger("zcl_assets.portability.spark_engine")
-    logger.setLevel(logging.INFO)
-    logger.addHandler(split)
+    for name in ("zcl_assets.portability.spark_engine", "zcl_assets.portability.mirror"):
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.INFO)
+        logger.addHandler(split)
     from zcl_assets.runner import run_night
 
     start = time.perf_counter()
     with dg.DagsterInstance.ephemeral() as instance:
-        results = run_night(instance, "2026-12-31", log_level="ERROR")
+        results = run_night(instance, as_of, log_level="ERROR")
         assert results and all(r.success for r in results), "night failed"
         steps = {}
         for r in results:
@@ -87,6 +96,7 @@ def run_mode(engine: str, master: str, landing: Path, warehouse: Path) -> None:
     print(json.dumps({
         "seconds": seconds, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "steps": {a: steps.get(a, 0.0) for a in SPARK_ASSETS}, "split": split.seconds, "statements": split.statements,
+        "days": split.days,
         "digests": _digests(warehouse),
     }))
 
@@ -112,6 +122,9 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--experiments", type=int, default=20)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--new-day", type=int, default=0, metavar="SESSIONS",
+                        help="then land one more day of SESSIONS sessions and run a second night on both engines")
+    parser.add_argument("--as-of", default="2026-12-31", help=argparse.SUPPRESS)
     parser.add_argument("--mode", choices=["generate", "duckdb", "spark"], help=argparse.SUPPRESS)
     parser.add_argument("--landing", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--warehouse", type=Path, help=argparse.SUPPRESS)
@@ -122,34 +135,50 @@ def main() -> None:
         generate(args.landing, args.sessions, args.days, args.experiments)
         return
     if args.mode:
-        run_mode(args.mode, args.master, args.landing, args.warehouse)
+        run_mode(args.mode, args.master, args.landing, args.warehouse, args.as_of)
         return
     with tempfile.TemporaryDirectory() as tmp:
         landing = Path(tmp) / "landing"
         subprocess.run([sys.executable, __file__, "--mode", "generate", "--landing", str(landing), "--sessions",
                         str(args.sessions), "--days", str(args.days), "--experiments", str(args.experiments)], check=True)
         print(f"{args.sessions:,} sessions over {args.days} days, {args.experiments} experiments; Spark master {args.master}")
-        figures = {}
-        for engine in ("duckdb", "spark"):
-            out = subprocess.run([sys.executable, __file__, "--mode", engine, "--master", args.master, "--landing", str(landing),
-                                  "--warehouse", str(Path(tmp) / engine / "warehouse.duckdb")], capture_output=True, text=True)
-            if out.returncode != 0:
-                sys.exit(f"{engine} failed:\n{out.stderr[-5000:]}")
-            figures[engine] = f = json.loads(out.stdout.strip().splitlines()[-1])
-            steps = ", ".join(f"{a} {s:.1f} s" for a, s in f["steps"].items())
-            print(f"{engine:>7}: night {f['seconds']:7.1f} s   peak {f['peak_mib']:6.0f} MiB (Python)   {steps}")
-        split = figures["spark"]["split"]
-        print(f"  spark statements: {figures['spark']['statements']}; mirror inputs to Parquet {split['mirror']:.1f} s, "
-              f"on Spark {split['spark']:.1f} s, rows handed back {split['back']:.1f} s; "
-              f"staging's candidates on Spark {split['staging']:.1f} s")
-        duck_steps, spark_steps = (sum(figures[e]["steps"].values()) for e in ("duckdb", "spark"))
-        print(f"night spark / duckdb = {figures['spark']['seconds'] / figures['duckdb']['seconds']:.2f}x; "
-              f"the steps Spark computes: {spark_steps:.1f} s against {duck_steps:.1f} s = {spark_steps / duck_steps:.1f}x")
-        same = figures["spark"]["digests"] == figures["duckdb"]["digests"]
-        print(f"same rows on both engines ({', '.join(DIGESTED)}): "
-              + ("yes" if same else f"NO: {figures['duckdb']['digests']} against {figures['spark']['digests']}"))
+        same = _night(args, landing, Path(tmp), "2026-12-31", "first night")
+        if args.new_day:
+            from nightly_run import generate
+
+            generate(landing, args.new_day, 1, args.experiments, seed=2, first_day=args.days, first_session=args.sessions,
+                     register=False)
+            print(f"then {args.new_day:,} sessions on one more day")
+            same = _night(args, landing, Path(tmp), "2027-01-01", "night with the new day") and same
         if not same:
             sys.exit(1)
+
+
+def _night(args, landing: Path, tmp: Path, as_of: str, title: str) -> bool:
+    """One night on each engine, each in its own process and warehouse; prints the figures and
+    returns whether both warehouses hold the same rows."""
+    print(f"{title}:")
+    figures = {}
+    for engine in ("duckdb", "spark"):
+        out = subprocess.run([sys.executable, __file__, "--mode", engine, "--master", args.master, "--landing", str(landing),
+                              "--warehouse", str(tmp / engine / "warehouse.duckdb"), "--as-of", as_of],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"{engine} failed:\n{out.stderr[-5000:]}")
+        figures[engine] = f = json.loads(out.stdout.strip().splitlines()[-1])
+        steps = ", ".join(f"{a} {s:.1f} s" for a, s in f["steps"].items())
+        print(f"{engine:>7}: night {f['seconds']:7.1f} s   peak {f['peak_mib']:6.0f} MiB (Python)   {steps}")
+    split, days = figures["spark"]["split"], figures["spark"]["days"]
+    print(f"  spark statements: {figures['spark']['statements']}; mirror inputs to Parquet {split['mirror']:.1f} s "
+          f"({days[0]} of {days[1]} table-days rewritten), on Spark {split['spark']:.1f} s, rows handed back "
+          f"{split['back']:.1f} s; staging's candidates on Spark {split['staging']:.1f} s")
+    duck_steps, spark_steps = (sum(figures[e]["steps"].values()) for e in ("duckdb", "spark"))
+    print(f"night spark / duckdb = {figures['spark']['seconds'] / figures['duckdb']['seconds']:.2f}x; "
+          f"the steps Spark computes: {spark_steps:.1f} s against {duck_steps:.1f} s = {spark_steps / duck_steps:.1f}x")
+    same = figures["spark"]["digests"] == figures["duckdb"]["digests"]
+    print(f"same rows on both engines ({', '.join(DIGESTED)}): "
+          + ("yes" if same else f"NO: {figures['duckdb']['digests']} against {figures['spark']['digests']}"))
+    return same
 
 
 if __name__ == "__main__":

@@ -127,8 +127,12 @@ def test_the_night_was_computed_on_spark(nights, spark):
         landed = dict(con.execute(
             "SELECT table_name, sum(row_count) FROM landing_manifest WHERE superseded_at IS NULL GROUP BY ALL").fetchall())
     assert landed and all(spark.read.parquet(str(lake / "_candidates" / t)).count() == n for t, n in landed.items())
+    # the tables Spark read, mirrored a file a day: Spark reading the files gives the warehouse's rows
     for table in ("staged_assignments", "staged_sessions", "verification_records", "experience"):
-        assert (lake / table / "data.parquet").is_file(), table
+        files = sorted(str(p) for p in (lake / table).glob("*.parquet"))
+        with duckdb.connect(str(on_spark), read_only=True) as con:
+            rows = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        assert len(files) > 2 and spark.read.parquet(*files).count() == rows > 0, table
     for table in ("verification_records", "experience", "arm_day_sums", "look_violation_days", "quarantine"):
         assert list((lake / "_results" / table).glob("*.parquet")), table
     with duckdb.connect(str(on_spark), read_only=True) as con:
@@ -173,7 +177,7 @@ def test_zcl_run_with_engine_spark_runs_the_night_on_spark(spark, tmp_path, monk
     result = CliRunner().invoke(main, ["run", "--as-of", AS_OF, "--engine", "spark", "--master", "local[2]"])
     assert result.exit_code == 0, result.output
     lake = tmp_path / "warehouse_spark"  # the default: beside the DuckDB file
-    assert (lake / "experience" / "data.parquet").is_file()
+    assert (lake / "experience" / "_mirror.json").is_file()
     with duckdb.connect(str(warehouse), read_only=True) as con:
         sums = con.execute("SELECT count(*) FROM arm_day_sums").fetchone()[0]
     # a first night builds every day of the sums in one statement on Spark

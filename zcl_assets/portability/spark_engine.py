@@ -27,7 +27,7 @@ import sqlglot
 from sqlglot import exp
 
 from zcl_assets.ingest.readers import ArchivedFile
-from zcl_assets.portability import spark_staging
+from zcl_assets.portability import mirror, spark_staging
 from zcl_assets.portability.spark_staging import StageFiles
 from zcl_assets.privacy.policy import PrivacyPolicy
 
@@ -131,8 +131,9 @@ def spark_session(master: str = "local[2]", warehouse: str = ""):
 class SparkEngine:
     """The night's SQL on Apache Spark (``zcl_assets.engine``): each statement's query is translated
     by :func:`spark_sql` and run on Spark over the tables it reads, which are mirrored from the
-    warehouse as Parquet under ``location`` (``<location>/<table>/data.parquet``: the staged
-    tables, verification records, experience and the frames of the night); the result is written
+    warehouse as Parquet under ``location`` (``<location>/<table>/``: the staged tables,
+    verification records and experience one file a day, rewritten only where a day changed,
+    the frames of the night whole; ``mirror``); the result is written
     by Spark as Parquet under ``<location>/_results/<table>/`` and read from there into the
     warehouse by the statement's own ``CREATE`` or ``INSERT``.
 
@@ -214,14 +215,9 @@ class SparkEngine:
 
     def _mirror(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
         """``name`` (a table, view or registered frame of ``con``) as Parquet under the Spark
-        warehouse, and a Spark view of it by the same name."""
-        folder = Path(self.location) / name
-        folder.mkdir(parents=True, exist_ok=True)
-        part = folder / "data.parquet"
-        staging = folder / ".data.parquet.tmp"
-        con.execute(f"COPY (SELECT {exact_columns(con, name)} FROM \"{name}\") TO '{staging}' (FORMAT parquet)")
-        os.replace(staging, part)
-        self.session.read.parquet(str(folder)).createOrReplaceTempView(name)
+        warehouse, rewritten where it changed (``mirror``), and a Spark view of it by the same name."""
+        files = mirror.mirror_table(con, name, exact_columns(con, name), Path(self.location) / name)
+        self.session.read.parquet(*files).createOrReplaceTempView(name)
         self._mirrored.add(name)
 
 
