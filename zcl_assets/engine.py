@@ -99,10 +99,10 @@ class Engine(Protocol):
         ``$name`` parameters from ``params``); its rows land in the warehouse table it names."""
 
     def file_candidates(self, con: duckdb.DuckDBPyConnection, table: str, files: list[ArchivedFile],
-                        policy: PrivacyPolicy, stage: StageFiles) -> str | None:
+                        policy: PrivacyPolicy, stage: StageFiles) -> list[str] | None:
         """The candidate rows of the archived ``files`` of ``table`` under ``policy``, computed by
         ``stage`` (``zcl_assets.ingest.staging.file_candidates`` with the table bound) wherever
-        the engine runs it, as a Parquet folder of the columns of ``con``'s temp table
+        the engine runs it, as Parquet files of the columns of ``con``'s temp table
         ``candidates``; None when this process is to run ``stage`` itself."""
 
 
@@ -115,7 +115,7 @@ class DuckDBEngine:
         con.execute(text, {k: v for k, v in (params or {}).items() if f"${k}" in text})
 
     def file_candidates(self, con: duckdb.DuckDBPyConnection, table: str, files: list[ArchivedFile],
-                        policy: PrivacyPolicy, stage: StageFiles) -> str | None:
+                        policy: PrivacyPolicy, stage: StageFiles) -> list[str] | None:
         """None: the warehouse connection computes them."""
         return None
 

@@ -8,6 +8,7 @@ import datetime as dt
 import duckdb
 import pytest
 
+from contracts.schema import sql_literal
 from zcl_assets.portability import mirror
 from zcl_assets.portability.mirror import mirror_table
 from zcl_assets.portability.spark_engine import exact_columns
@@ -27,7 +28,7 @@ def con():
 def _mirrored(con, table, folder) -> list[tuple]:
     """Mirror ``table`` and return the rows its files hold, sorted."""
     files = mirror_table(con, table, exact_columns(con, table), folder)
-    listed = ", ".join(f"'{f}'" for f in files)
+    listed = ", ".join(sql_literal(f) for f in files)
     return sorted(con.execute(f"SELECT * FROM read_parquet([{listed}])").fetchall())
 
 
@@ -124,3 +125,24 @@ def test_an_empty_table_is_its_columns(con, tmp_path):
     files = mirror_table(con, "staged_sessions", exact_columns(con, "staged_sessions"), folder)
     assert [c for c, *_ in con.execute(f"DESCRIBE SELECT * FROM read_parquet('{files[0]}')").fetchall()] == [
         "partition_day", "session_id", "budget", "n"]
+
+
+def test_new_columns_and_a_day_gone_in_one_night_leave_no_file_of_that_day(con, tmp_path):
+    folder = tmp_path / "staged_sessions"
+    _mirrored(con, "staged_sessions", folder)
+    con.execute("ALTER TABLE staged_sessions ADD COLUMN model VARCHAR DEFAULT 'm'")
+    con.execute("DELETE FROM staged_sessions WHERE partition_day = DATE '2026-10-01'")
+    assert _mirrored(con, "staged_sessions", folder) == _table(con, "staged_sessions")
+    assert sorted(_stamps(folder)) == ["day-2026-10-02.parquet", "day-2026-10-03.parquet"]
+
+
+def test_a_day_whose_file_was_deleted_is_written_again(con, tmp_path):
+    folder = tmp_path / "staged_sessions"
+    _mirrored(con, "staged_sessions", folder)
+    (folder / "day-2026-10-02.parquet").unlink()
+    assert _mirrored(con, "staged_sessions", folder) == _table(con, "staged_sessions")
+
+
+def test_a_folder_whose_name_holds_a_quote_is_written(con, tmp_path):
+    folder = tmp_path / "o'brien [1]" / "staged_sessions"
+    assert _mirrored(con, "staged_sessions", folder) == _table(con, "staged_sessions")

@@ -16,7 +16,6 @@ the three fact tables. ``tests/ingest/test_contract_properties.py`` draws many m
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import duckdb
 import hypothesis.strategies as st
@@ -32,7 +31,6 @@ from zcl_assets.engine import DUCKDB
 from zcl_assets.ingest.archive import load_table
 from zcl_assets.ingest.staging import stage_table
 from zcl_assets.portability.spark_engine import SparkEngine
-from zcl_assets.portability.spark_staging import candidates_folder
 from zcl_assets.warehouse import ensure_schema
 
 SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
@@ -64,10 +62,12 @@ def _staged(root, table: str, engine) -> dict[str, object]:
     with duckdb.connect() as con:
         con.execute("SET TimeZone = 'UTC'")
         ensure_schema(con)
+        computed_by = {}
         for name in dict.fromkeys(("experiments", "sessions", "assignments", table)):
             load_table(con, LandingStore(root=str(root / "landing")), root / "archive", name)
-            stage_table(con, name, engine=engine)
+            computed_by[name] = stage_table(con, name, engine=engine).engine
         assert conservation_gaps(con, (table,)) == {}
+        assert computed_by[table] == engine.name  # the probe's candidates: on Spark, by its tasks
         contract = CONTRACTS[table]
         return {t: exact_rows(con, t, where="source_file LIKE 'probe%'")
                 for t in (contract.staged_table, contract.held_table)} | {
@@ -90,5 +90,3 @@ def test_any_json_lines_file_stages_on_spark_as_on_duckdb(spark, tmp_path_factor
         found[name] = _staged(root, table, engine)
     differing = {t: d for t in found["duckdb"] if (d := row_differences(found["duckdb"][t], found["spark"][t]))}
     assert differing == {}, content
-    # the probe's candidate rows were computed by Spark's tasks, not by this process
-    assert list(Path(candidates_folder(str(root / "lake"), table)).glob("*.parquet")), content

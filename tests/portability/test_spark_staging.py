@@ -131,7 +131,7 @@ def test_the_privacy_policy_reaches_sparks_tasks(spark, tmp_path, monkeypatch):
         warehouse = Warehouse(path=str(tmp_path / f"{name}.duckdb"))
         with warehouse.connect() as con:
             load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "sessions")
-            stage_table(con, "sessions", engine=engine)
+            assert stage_table(con, "sessions", engine=engine).engine == name  # who computed the candidates
             found.append((con.execute("SELECT session_id, user_id FROM staged_sessions ORDER BY ALL").fetchall(),
                           con.execute("SELECT source_row, rule, reason, record FROM quarantine ORDER BY ALL").fetchall()))
     assert found[0] == found[1]
@@ -162,6 +162,23 @@ def test_when_sparks_tasks_cannot_run_the_files_are_staged_here(spark, tmp_path,
         assert con.execute("SELECT source_row, rule FROM quarantine").fetchall() == [(2, "malformed_record")]
     assert "spark could not stage the files of sessions, staged here instead: Python worker exited unexpectedly" in caplog.text
     assert "stack" not in caplog.text
+
+
+def test_an_executor_with_another_copy_of_the_code_stages_nothing_and_the_files_are_staged_here(
+        spark, tmp_path, monkeypatch, caplog):
+    # the tasks compare their libraries and code with the driver's: here the driver's differ,
+    # so every task refuses, and this process stages the table, saying why and by which engine
+    monkeypatch.setattr(spark_staging, "environment", lambda: ("another", "copy"))
+    landing = tmp_path / "landing"
+    (landing / "sessions" / DAY).mkdir(parents=True)
+    (landing / "sessions" / DAY / "s.jsonl").write_bytes(_session("k1") + b"\n")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "sessions")
+        result = stage_table(con, "sessions", engine=SparkEngine(master="local[2]", location=str(tmp_path / "lake")))
+        assert con.execute("SELECT session_id FROM staged_sessions").fetchall() == [("k1",)]
+    assert result.engine == "duckdb"
+    assert "staged here instead: RuntimeError: this executor's libraries or code differ from the driver's" in caplog.text
 
 
 def test_a_json_lines_file_missing_from_the_archive_is_quarantined_as_on_duckdb(spark, tmp_path):

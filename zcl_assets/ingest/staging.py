@@ -112,6 +112,8 @@ class StageResult(NamedTuple):
         released: rows of other days moved from held to staged.
         held_back: rows of other days moved from staged to held.
         preview: up to 10 quarantined rows of this pass (lineage, rule, reason).
+        engine: the engine that computed the candidate rows (``duckdb`` when the chosen engine
+            left them to this process, or there were none).
     """
 
     table: str
@@ -121,6 +123,7 @@ class StageResult(NamedTuple):
     released: int
     held_back: int
     preview: pl.DataFrame
+    engine: str = DUCKDB.name
 
     @property
     def staged(self) -> int:
@@ -165,7 +168,7 @@ def stage_table(con: duckdb.DuckDBPyConnection, table: str, days: Sequence[str] 
         return StageResult(table, [], {}, False, 0, 0, pl.DataFrame())
     files = [ArchivedFile(day, name, Path(path)) for day, name, path in con.execute(
         load_sql("select_pending_files"), {"table": table}).fetchall() if day in set(pending)]
-    _build_candidates(con, table, files, engine)
+    computed_by = _build_candidates(con, table, files, engine)
     if table == "experiments":
         _registration_rules(con)
     con.execute("CREATE OR REPLACE TEMP TABLE pending AS SELECT CAST(unnest($days::VARCHAR[]) AS DATE) AS partition_day",
@@ -182,7 +185,7 @@ def stage_table(con: duckdb.DuckDBPyConnection, table: str, days: Sequence[str] 
         con.execute(load_sql("upsert_staging_state"), {"table": table, "checked": fingerprint})
         if changes is not None:
             changelog.advance(con, contract.staged_table, fingerprint, changes)
-    return _result(con, table, pending, released, held_back)
+    return _result(con, table, pending, released, held_back)._replace(engine=computed_by)
 
 
 def _key_columns(table: str) -> str:
@@ -310,17 +313,20 @@ class _Batch(NamedTuple):
     statement: Callable[[list[ArchivedFile]], tuple[str, dict[str, object]]]
 
 
-def _build_candidates(con: duckdb.DuckDBPyConnection, table: str, files: list[ArchivedFile], engine: Engine = DUCKDB) -> None:
+def _build_candidates(con: duckdb.DuckDBPyConnection, table: str, files: list[ArchivedFile], engine: Engine = DUCKDB) -> str:
     """Temp table ``candidates``: the candidate rows of ``files`` (:func:`file_candidates`),
-    computed by ``engine``: on Spark by its executors, each over its share of the files."""
+    computed by ``engine``: on Spark by its executors, each over its share of the files.
+    Returns the name of the engine that computed them."""
     policy = current_policy()
     _create_candidates(con, CONTRACTS[table])
-    folder = engine.file_candidates(con, table, files, policy, partial(file_candidates, table=table)) if files else None
-    if folder is None:
+    parts = engine.file_candidates(con, table, files, policy, partial(file_candidates, table=table)) if files else None
+    if parts is None:
         file_candidates(con, files, policy, table)
-        return
-    if list(Path(folder).glob("*.parquet")):
-        con.execute(f"INSERT INTO candidates BY NAME SELECT * FROM read_parquet({sql_literal(folder + '/*.parquet')})")
+        return DUCKDB.name
+    if parts:
+        listed = ", ".join(sql_literal(p) for p in parts)
+        con.execute(f"INSERT INTO candidates BY NAME SELECT * FROM read_parquet([{listed}])")
+    return engine.name
 
 
 def file_candidates(con: duckdb.DuckDBPyConnection, files: list[ArchivedFile], policy: PrivacyPolicy, table: str) -> None:
@@ -376,6 +382,7 @@ def _read_batches(con: duckdb.DuckDBPyConnection, contract, files: list[Archived
             else:
                 json_frames[f] = unreadable(f, f"unsupported file type {f.suffix}")
         except Exception as exc:  # noqa: BLE001 - an unreadable file is one quarantined row
+            _raise_if_out_of_resources(exc)
             json_frames[f] = unreadable(f, f"{type(exc).__name__}: {exc}")
     if json_frames:
         batches.append(_Batch(list(json_frames), lambda fs: _frame_statement(contract, [json_frames[f] for f in fs], "json", policy)))
@@ -414,6 +421,7 @@ def _insert_isolated(con: duckdb.DuckDBPyConnection, contract, batch: _Batch, po
         _insert(con, *batch.statement(batch.files))
         return
     except Exception as exc:  # noqa: BLE001 - one file must not stop the others
+        _raise_if_out_of_resources(exc)
         error = exc
     if len(batch.files) > 1:
         for f in batch.files:
@@ -422,6 +430,13 @@ def _insert_isolated(con: duckdb.DuckDBPyConnection, contract, batch: _Batch, po
     (f,) = batch.files
     rows = unreadable(f, f"{type(error).__name__}: {error}", count_rows(con, f))
     _insert(con, candidate_select(contract, Source("json", "json_rows"), policy), {"json_rows": as_batches(rows)})
+
+
+def _raise_if_out_of_resources(exc: Exception) -> None:
+    """Raise ``exc`` again when the process, not the file, failed (memory): a file is never
+    quarantined for what its reader lacked."""
+    if isinstance(exc, (MemoryError, duckdb.OutOfMemoryException)):
+        raise exc
 
 
 def _insert(con: duckdb.DuckDBPyConnection, sql: str, frames: dict[str, object]) -> None:

@@ -26,6 +26,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
+from contracts.schema import sql_literal
 from zcl_assets.ingest.readers import ArchivedFile
 from zcl_assets.portability import mirror, spark_staging
 from zcl_assets.portability.spark_staging import StageFiles
@@ -198,20 +199,28 @@ class SparkEngine:
                   *(b - a for a, b in zip(clock, clock[1:], strict=False)))
 
     def file_candidates(self, con: duckdb.DuckDBPyConnection, table: str, files: list[ArchivedFile],
-                        policy: PrivacyPolicy, stage: StageFiles) -> str | None:
+                        policy: PrivacyPolicy, stage: StageFiles) -> list[str] | None:
         """Compute the candidate rows of the archived ``files`` of ``table`` on Spark's executors,
-        each task running ``stage`` (``spark_staging``), into ``<location>/_candidates/<table>/``
-        (``con``'s temp table ``candidates`` written by each task), and return that folder; None
-        when Spark's tasks cannot run (logged), so that this process computes them."""
-        folder = spark_staging.candidates_folder(self.location, table)
+        each task running ``stage`` (``spark_staging``) and writing its rows as Parquet under
+        ``<location>/_candidates/<table>/``, and return those files once their rows are those
+        the tasks reported; None when Spark's tasks cannot run or their files do not hold their
+        rows here (logged), so that this process computes them."""
         start = time.perf_counter()
+        plan = spark_staging.TaskPlan(
+            stage, policy, os.path.abspath(spark_staging.candidates_folder(self.location, table)), spark_staging.environment(),
+            con.execute("SELECT current_setting('memory_limit')").fetchone()[0],
+            int(self.session.conf.get("spark.task.cpus", "1")))
         try:
-            spark_staging.file_candidates(self.session, stage, files, policy, folder)
+            parts, rows = spark_staging.file_candidates(self.session, files, plan)
+            listed = ", ".join(sql_literal(p) for p in parts)
+            found = con.execute(f"SELECT count(*) FROM read_parquet([{listed}])").fetchone()[0] if parts else 0
+            if found != rows:
+                raise RuntimeError(f"the tasks reported {rows} rows and their files hold {found} here")
         except Exception as exc:  # noqa: BLE001 - Spark's errors come from the JVM in many types
-            _log.warning("spark could not stage the files of %s, staged here instead: %s", table, str(exc).strip().splitlines()[0])
+            _log.warning("spark could not stage the files of %s, staged here instead: %s", table, _first_line(exc))
             return None
         _log.info("spark %s: %d files staged in %.2f s", table, len(files), time.perf_counter() - start)
-        return folder
+        return parts
 
     def _mirror(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
         """``name`` (a table, view or registered frame of ``con``) as Parquet under the Spark
@@ -219,6 +228,14 @@ class SparkEngine:
         files = mirror.mirror_table(con, name, exact_columns(con, name), Path(self.location) / name)
         self.session.read.parquet(*files).createOrReplaceTempView(name)
         self._mirrored.add(name)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The line of an error that says what went wrong: a Python task's last line of error
+    (``PythonException``), else the message's first line, else the error's type."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    caused = [line for line in lines if line.startswith(("RuntimeError", "PythonException", "ModuleNotFoundError"))]
+    return (caused or lines or [type(exc).__name__])[-1 if caused else 0]
 
 
 def _target(statement: exp.Expression) -> str:

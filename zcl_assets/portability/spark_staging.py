@@ -11,7 +11,7 @@ The task writes its rows as one Parquet file under ``<spark warehouse>/_candidat
 and reports its files to the driver; the warehouse reads the folder back. The rows go from the
 task's DuckDB to Parquet directly, not through Spark's rows, and a task validates its share in
 one statement per format, as the warehouse does (each statement costs a few hundred
-milliseconds to plan, so a task a file cost twice the time; ``docs/performance.md``).
+milliseconds to plan, so a task a file cost more than twice the time; ``docs/performance.md``).
 
 Why the executors run DuckDB rather than Spark SQL: the contracts' strict JSON types have no
 Spark 3.5 equivalent (``from_json`` gives ``5`` for both the text ``"5"`` and the number ``5``
@@ -30,53 +30,93 @@ included, travels to the tasks inside the task's closure, never in a setting or 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 import duckdb
 
+from contracts.schema import sql_literal
 from zcl_assets.ingest.readers import ArchivedFile
 from zcl_assets.privacy.policy import PrivacyPolicy
 from zcl_assets.warehouse import session_settings
 
 StageFiles = Callable[[duckdb.DuckDBPyConnection, list[ArchivedFile], PrivacyPolicy], None]
 """Computes the temp table ``candidates`` of some files on a connection (staging's ``file_candidates``)."""
+SHARES = "task INT, files ARRAY<STRUCT<partition_day: STRING, source_file: STRING, path: STRING>>"
+"""The rows Spark hands its tasks: a share of the files each (paths only; the closure carries
+the policy, so it stays small and is never broadcast through Spark's temporary files)."""
+DONE = "task INT, files INT, rows BIGINT, part STRING"
+"""What each task reports: its files, its rows and the Parquet file it wrote (none for no rows)."""
+CODE = ("contracts", "sql", "zcl_assets/ingest", "zcl_assets/privacy")
+"""The code a task's rows follow, beside the libraries: an executor whose copy differs is refused."""
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """What every task is handed, besides its share of the files.
+
+    Attributes:
+        stage: staging's ``file_candidates`` with the table bound (pickled by reference).
+        policy: the privacy policy of the night.
+        folder: where the tasks write (an absolute path every executor and this process see).
+        environment: :func:`environment` of this process; a task elsewhere refuses to run.
+        memory_limit: each task's DuckDB memory limit (the warehouse connection's).
+        threads: each task's DuckDB threads (Spark's cores a task).
+    """
+
+    stage: StageFiles
+    policy: PrivacyPolicy = field(repr=False)
+    folder: str
+    environment: tuple[str, ...]
+    memory_limit: str
+    threads: int
+
 
 def candidates_folder(location: str, table: str) -> str:
     """Where the candidate rows of ``table`` are written under the Spark warehouse."""
     return str(Path(location) / "_candidates" / table)
 
 
-def file_candidates(session, stage: StageFiles, files: list[ArchivedFile], policy: PrivacyPolicy, folder: str) -> str:
+def file_candidates(session, files: list[ArchivedFile], plan: TaskPlan) -> tuple[list[str], int]:
     """Compute the candidate rows of ``files`` in Spark's tasks (module docstring), each task
-    writing those of its share of the files as one Parquet file under ``folder`` (emptied
-    first); returns ``folder``.
-
-    Args:
-        session: the Spark session.
-        stage: staging's ``file_candidates`` for the table (with the table bound), run by each
-            task on its files; Spark pickles it by reference, so the executors import it.
-        files: the archived files, every one on a path the executors can read.
-        policy: the privacy policy of the night.
-        folder: a folder the executors can write and this process read.
+    writing those of its share of the files as one Parquet file under ``plan.folder`` (emptied
+    first); returns the files written and the rows the tasks reported.
 
     Raises:
-        RuntimeError: a task's files are missing from what the tasks reported.
+        RuntimeError: the tasks reported other files than they were given.
         Exception: whatever Spark raises when its tasks cannot run (an executor without the
-            project's environment); a bad file never does, it is a quarantined row.
+            project's environment, or with another copy of it); a bad file never does, it is a
+            quarantined row.
     """
-    shutil.rmtree(folder, ignore_errors=True)
-    Path(folder).mkdir(parents=True)
+    shutil.rmtree(plan.folder, ignore_errors=True)
+    Path(plan.folder).mkdir(parents=True)
     shares = balanced_shares([f.path.stat().st_size if f.path.exists() else 0 for f in files], _parallelism(session))
-    work = [[(files[i].partition_day, files[i].source_file, str(files[i].path.resolve())) for i in share] for share in shares]
-    done = session.range(0, len(work), 1, len(work)) \
-        .mapInArrow(partial(_task, stage, policy, work, folder), "task BIGINT, files BIGINT, rows BIGINT").collect()
-    if sum(r["files"] for r in done) != len(files):
-        raise RuntimeError(f"Spark's tasks staged {sum(r['files'] for r in done)} of {len(files)} files")
-    return folder
+    rows = [(task, [(files[i].partition_day, files[i].source_file, str(files[i].path.resolve())) for i in share])
+            for task, share in enumerate(shares)]
+    done = session.createDataFrame(rows, SHARES).repartitionByRange(len(rows), "task") \
+        .mapInArrow(partial(_task, plan), DONE).collect()
+    if sorted(r["task"] for r in done) != list(range(len(rows))) or sum(r["files"] for r in done) != len(files):
+        raise RuntimeError(f"Spark's tasks reported {sum(r['files'] for r in done)} of {len(files)} files")
+    return [r["part"] for r in done if r["part"]], sum(r["rows"] for r in done)
+
+
+def environment() -> tuple[str, ...]:
+    """The versions of the libraries a task's rows depend on and a digest of the project's code
+    they follow (``CODE``): two processes that agree give the same rows."""
+    import polars
+    import pyarrow
+
+    root = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for path in sorted(p for folder in CODE for p in (root / folder).rglob("*") if p.suffix in (".py", ".sql")):
+        digest.update(str(path.relative_to(root)).encode() + b"\x00" + path.read_bytes())
+    return duckdb.__version__, polars.__version__, pyarrow.__version__, digest.hexdigest()
 
 
 def balanced_shares(sizes: list[int], tasks: int) -> list[list[int]]:
@@ -105,23 +145,29 @@ def _parallelism(session) -> int:
         return int(session.conf.get("spark.default.parallelism", "2"))
 
 
-def _task(stage: StageFiles, policy: PrivacyPolicy, work: list[list[tuple[str, str, str]]], folder: str,
-          batches: Iterator) -> Iterator:
-    """One Spark task: stage the files of its shares of ``work`` (one per id it gets), write
-    their candidate rows to ``<folder>/part-<id>.parquet`` and report how many files and rows."""
+def _task(plan: TaskPlan, batches: Iterator) -> Iterator:
+    """One Spark task: stage the files of each share it gets, write their candidate rows to
+    ``<folder>/part-<task>.parquet`` and report them."""
     import pyarrow as pa
 
-    for task in (t for batch in batches for t in batch.column("id").to_pylist()):
-        files = [ArchivedFile(day, name, Path(path)) for day, name, path in work[task]]
+    if environment() != plan.environment:
+        raise RuntimeError(f"this executor's libraries or code differ from the driver's: {environment()} against {plan.environment}")
+    for share in (r for batch in batches for r in batch.to_pylist()):
+        files = [ArchivedFile(f["partition_day"], f["source_file"], Path(f["path"])) for f in share["files"]]
         with duckdb.connect() as con:
             session_settings(con)
-            stage(con, files, policy)
+            con.execute(f"SET memory_limit = {sql_literal(plan.memory_limit)}")
+            con.execute(f"SET threads = {int(plan.threads)}")
+            plan.stage(con, files, plan.policy)
             (rows,) = con.execute("SELECT count(*) FROM candidates").fetchone()
-            part = Path(folder) / f"part-{task:05d}.parquet"
-            temporary = part.with_suffix(".tmp")  # a task run again replaces its file whole
-            con.execute(f"COPY candidates TO '{temporary}' (FORMAT parquet)")
-            os.replace(temporary, part)
-        yield pa.record_batch([pa.array([task]), pa.array([len(files)]), pa.array([rows])], names=["task", "files", "rows"])
+            part = Path(plan.folder) / f"part-{share['task']:05d}.parquet"
+            if rows:  # each attempt of a task writes its own file, then replaces the part whole
+                temporary = part.with_name(f".{part.name}.{uuid.uuid4().hex}.tmp")
+                con.execute(f"COPY candidates TO {sql_literal(str(temporary))} (FORMAT parquet)")
+                os.replace(temporary, part)
+        yield pa.record_batch([pa.array([share["task"]], pa.int32()), pa.array([len(files)], pa.int32()),
+                               pa.array([rows], pa.int64()), pa.array([str(part) if rows else None], pa.string())],
+                              names=["task", "files", "rows", "part"])
 
 
-__all__ = ["balanced_shares", "candidates_folder", "file_candidates"]
+__all__ = ["TaskPlan", "balanced_shares", "candidates_folder", "environment", "file_candidates"]

@@ -134,7 +134,7 @@ def _stage(con, table: str, days: list[str] | None, engine: Engine) -> dg.Materi
         asset_key=f"staged_{table}",
         metadata={
             "dagster/row_count": int(total),
-            "engine": engine.name,
+            "engine": result.engine if result.days else engine.name,
             "quarantined_rows": int(quarantined),
             "days_staged": len(result.days),
             "rows_released": result.released,
