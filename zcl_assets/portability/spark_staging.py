@@ -121,8 +121,9 @@ def environment() -> tuple[str, ...]:
 
 def balanced_shares(sizes: list[int], tasks: int) -> list[list[int]]:
     """The positions of ``sizes`` split into at most ``tasks`` non-empty shares of about equal
-    total size: largest first, each to the lightest share (Graham's LPT rule), each share in
-    position order.
+    total size: largest first, each to the lightest share, each share in position order (the
+    longest-processing-time rule: R. L. Graham, "Bounds on multiprocessing timing anomalies",
+    SIAM J. Appl. Math. 17(2), 1969, within 4/3 of the best largest share).
 
     >>> balanced_shares([5, 1, 1, 4, 3], 2)
     [[0, 1, 2], [3, 4]]
