@@ -3,6 +3,7 @@
 import json
 
 import polars as pl
+import pytest
 
 from resources import LandingStore, Warehouse
 from zcl_assets.ingest.archive import load_table
@@ -296,3 +297,33 @@ def test_a_quarantined_csv_row_names_the_columns_of_its_own_file_whatever_lands_
     ((name, rule, record),) = together
     assert (name, rule) == ("e2.csv", "bad_type")
     assert set(record) == set(second[1]) and record["alpha"] == "lots"
+
+
+def test_a_memory_error_while_staging_stops_the_pass_instead_of_quarantining_the_file(tmp_path, monkeypatch):
+    # the process ran out of memory, not the file: nothing is quarantined, the days stay pending
+    import duckdb
+
+    from zcl_assets.ingest import staging
+
+    landing = tmp_path / "landing"
+    day = landing / "experiments" / "2026-10-01"
+    day.mkdir(parents=True)
+    (day / "a.jsonl").write_text(json.dumps({**REGISTRATION, "arms": ARMS}) + "\n")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "experiments")
+        for where in ("read_json_lines", "_insert"):  # reading the file, running its statement
+            for error in (MemoryError(), duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate")):
+                original, calls = getattr(staging, where), []
+
+                def exhausted(*args, error=error, original=original, calls=calls):  # once, then as usual
+                    calls.append(args)
+                    if len(calls) == 1:
+                        raise error
+                    return original(*args)
+                monkeypatch.setattr(staging, where, exhausted)
+                with pytest.raises(type(error)):
+                    stage_table(con, "experiments")
+                monkeypatch.undo()
+                assert con.execute("SELECT count(*) FROM quarantine").fetchone() == (0,)
+        assert stage_table(con, "experiments").days == [("2026-10-01", 1, 1, 0)]
