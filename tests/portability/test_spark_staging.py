@@ -181,6 +181,23 @@ def test_an_executor_with_another_copy_of_the_code_stages_nothing_and_the_files_
     assert "staged here instead: RuntimeError: this executor's libraries or code differ from the driver's" in caplog.text
 
 
+def test_tasks_whose_files_do_not_hold_the_rows_they_reported_are_not_trusted(spark, tmp_path, monkeypatch, caplog):
+    # the files are read here only when they hold what the tasks counted (a folder the executors
+    # wrote that this process sees otherwise would lose the day's rows without an error)
+    counted = spark_staging.file_candidates
+    monkeypatch.setattr(spark_staging, "file_candidates", lambda *args: (counted(*args)[0], 99))
+    landing = tmp_path / "landing"
+    (landing / "sessions" / DAY).mkdir(parents=True)
+    (landing / "sessions" / DAY / "s.jsonl").write_bytes(_session("k1") + b"\n")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "sessions")
+        result = stage_table(con, "sessions", engine=SparkEngine(master="local[2]", location=str(tmp_path / "lake")))
+        assert con.execute("SELECT session_id FROM staged_sessions").fetchall() == [("k1",)]
+    assert result.engine == "duckdb"
+    assert "staged here instead: the tasks reported 99 rows and their files hold 1 here" in caplog.text
+
+
 def test_a_json_lines_file_missing_from_the_archive_is_quarantined_as_on_duckdb(spark, tmp_path):
     # a file that is gone is quarantined by Spark's task as unreadable_file with DuckDB's
     # reason, and its neighbours stage
