@@ -145,21 +145,29 @@ def test_the_privacy_policy_reaches_sparks_tasks(spark, tmp_path, monkeypatch):
     assert "<redacted:employee_id>" in written[1]["__record"] and "@" not in repr(written) and "EMP-" not in repr(written)
 
 
+def _stage_sessions_on_spark(tmp_path, content: bytes) -> tuple[object, list, list]:
+    """Land ``content`` as one sessions file and stage it with the Spark engine: the result, the
+    staged session ids and the quarantine's (row, rule)."""
+    landing = tmp_path / "landing"
+    (landing / "sessions" / DAY).mkdir(parents=True)
+    (landing / "sessions" / DAY / "s.jsonl").write_bytes(content)
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "sessions")
+        result = stage_table(con, "sessions", engine=SparkEngine(master="local[2]", location=str(tmp_path / "lake")))
+        return (result, con.execute("SELECT session_id FROM staged_sessions").fetchall(),
+                con.execute("SELECT source_row, rule FROM quarantine").fetchall())
+
+
 def test_when_sparks_tasks_cannot_run_the_files_are_staged_here(spark, tmp_path, monkeypatch, caplog):
     # an executor without the project's environment fails every task: the warning says so and
     # this process stages the files, as on DuckDB
     def no_executors(*args):
         raise RuntimeError("Python worker exited unexpectedly\nstack")
     monkeypatch.setattr(spark_staging, "file_candidates", no_executors)
-    landing = tmp_path / "landing"
-    (landing / "sessions" / DAY).mkdir(parents=True)
-    (landing / "sessions" / DAY / "s.jsonl").write_bytes(_session("k1") + b"\n" + b"not json\n")
-    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
-    with warehouse.connect() as con:
-        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "sessions")
-        stage_table(con, "sessions", engine=SparkEngine(master="local[2]", location=str(tmp_path / "lake")))
-        assert con.execute("SELECT session_id FROM staged_sessions").fetchall() == [("k1",)]
-        assert con.execute("SELECT source_row, rule FROM quarantine").fetchall() == [(2, "malformed_record")]
+    _, staged, quarantined = _stage_sessions_on_spark(tmp_path, _session("k1") + b"\n" + b"not json\n")
+    assert staged == [("k1",)]
+    assert quarantined == [(2, "malformed_record")]
     assert "spark could not stage the files of sessions, staged here instead: Python worker exited unexpectedly" in caplog.text
     assert "stack" not in caplog.text
 
@@ -169,14 +177,8 @@ def test_an_executor_with_another_copy_of_the_code_stages_nothing_and_the_files_
     # the tasks compare their libraries and code with the driver's: here the driver's differ,
     # so every task refuses, and this process stages the table, saying why and by which engine
     monkeypatch.setattr(spark_staging, "environment", lambda: ("another", "copy"))
-    landing = tmp_path / "landing"
-    (landing / "sessions" / DAY).mkdir(parents=True)
-    (landing / "sessions" / DAY / "s.jsonl").write_bytes(_session("k1") + b"\n")
-    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
-    with warehouse.connect() as con:
-        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "sessions")
-        result = stage_table(con, "sessions", engine=SparkEngine(master="local[2]", location=str(tmp_path / "lake")))
-        assert con.execute("SELECT session_id FROM staged_sessions").fetchall() == [("k1",)]
+    result, staged, _ = _stage_sessions_on_spark(tmp_path, _session("k1") + b"\n")
+    assert staged == [("k1",)]
     assert result.engine == "duckdb"
     assert "staged here instead: RuntimeError: this executor's libraries or code differ from the driver's" in caplog.text
 
@@ -186,14 +188,8 @@ def test_tasks_whose_files_do_not_hold_the_rows_they_reported_are_not_trusted(sp
     # wrote that this process sees otherwise would lose the day's rows without an error)
     counted = spark_staging.file_candidates
     monkeypatch.setattr(spark_staging, "file_candidates", lambda *args: (counted(*args)[0], 99))
-    landing = tmp_path / "landing"
-    (landing / "sessions" / DAY).mkdir(parents=True)
-    (landing / "sessions" / DAY / "s.jsonl").write_bytes(_session("k1") + b"\n")
-    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
-    with warehouse.connect() as con:
-        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "sessions")
-        result = stage_table(con, "sessions", engine=SparkEngine(master="local[2]", location=str(tmp_path / "lake")))
-        assert con.execute("SELECT session_id FROM staged_sessions").fetchall() == [("k1",)]
+    result, staged, _ = _stage_sessions_on_spark(tmp_path, _session("k1") + b"\n")
+    assert staged == [("k1",)]
     assert result.engine == "duckdb"
     assert "staged here instead: the tasks reported 99 rows and their files hold 1 here" in caplog.text
 
