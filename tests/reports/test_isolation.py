@@ -8,7 +8,7 @@ import shutil
 import dagster as dg
 
 from tests.reports.conftest import SRM_EXPERIMENT
-from zcl_assets.defs.reports import assets as report_assets
+from zcl_assets.defs.reports import pages as report_pages
 from zcl_assets.defs.reports.assets import EVERY_PAGE_DRAWN, analysis_report
 
 BROKEN = "sim-nw-bugfix-order"
@@ -19,14 +19,14 @@ def test_one_experiment_whose_page_cannot_be_drawn_is_recorded_and_the_others_ar
 
     warehouse = tmp_path / "warehouse.duckdb"
     shutil.copy(looked.warehouse, warehouse)  # the night's report reads it; its HTML and plots go beside the copy
-    drawn = report_assets.view_plots
+    drawn = report_pages.view_plots
 
     def plots_failing_for_one(view, cache):
         if view.experiment_id == BROKEN:
             raise OverflowError("axis span overflows")
         return drawn(view, cache)
 
-    monkeypatch.setattr(report_assets, "view_plots", plots_failing_for_one)
+    monkeypatch.setattr(report_pages, "view_plots", plots_failing_for_one)
     with dg.DagsterInstance.ephemeral() as instance:
         result = dg.materialize([analysis_report], instance=instance, resources={"warehouse": Warehouse(path=str(warehouse))})
         assert result.success

@@ -11,18 +11,19 @@ why, the index lists it first, the check ``every_page_drawn`` fails) and the oth
 """
 
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import dagster as dg
 
 from resources import Warehouse
 from zcl_assets.defs.analysis.assets import experiment_analysis, family_outlook, materialized_look, segment_breakdowns
-from zcl_assets.defs.reports.metadata import experiment_metadata, failed_metadata, overview_table
-from zcl_assets.reports.experiments import ATTENTION_ORDER, ExperimentView, load_views
+from zcl_assets.defs.reports.metadata import experiment_metadata, overview_table
+from zcl_assets.defs.reports.pages import Page, PageRequest, page_source
+from zcl_assets.reports.experiments import ATTENTION_ORDER, load_views
 from zcl_assets.reports.html import render_html
-from zcl_assets.reports.index import IndexRow, attention_markdown, failed_row, index_markdown, index_row
+from zcl_assets.reports.index import IndexRow, attention_markdown, index_markdown
 from zcl_assets.reports.planning import load_outlook, outlook_markdown
-from zcl_assets.reports.plots import PlotCache
 from zcl_assets.reports.plots import plots as view_plots
 
 experiment_partitions = dg.DynamicPartitionsDefinition(name="experiment")
@@ -41,19 +42,20 @@ def plot_cache(warehouse: Warehouse) -> Path:
     return Path(warehouse.path).resolve().parent / "reports" / "plots"
 
 
-def _error(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
-def draw_page(view: ExperimentView, cache: PlotCache) -> tuple[dict, tuple[bytes, bytes] | None, IndexRow, str | None]:
-    """One experiment's page metadata, plots and index row; a failure of any of them is caught and
-    returned as the error, with a page and a row that say so (one experiment never fails the night)."""
-    try:
-        drawn = view_plots(view, cache)
-        return experiment_metadata(view, *drawn), drawn, index_row(view), None
-    except Exception as exc:  # noqa: BLE001 - any failure of one page is recorded against its experiment
-        error = _error(exc)
-        return failed_metadata(view.experiment_id, error), None, failed_row(view.experiment_id, error), error
+def _record_pages(context: dg.AssetExecutionContext, pages: Iterable[Page]) -> tuple[dict, list[IndexRow], dict]:
+    """Record each page as a materialization of its ``experiment_report`` partition; return the plots, the
+    index rows and the errors of the pages that could not be drawn."""
+    plots, rows, failures = {}, [], {}
+    for page in pages:  # a view unchanged since it was last drawn (a night run again) reuses its plots
+        if page.drawn is not None:
+            plots[page.experiment_id] = page.drawn
+        if page.error is not None:
+            failures[page.experiment_id] = page.error
+            context.log.warning(f"the page of {page.experiment_id} could not be drawn: {page.error}")
+        rows.append(page.row)
+        context.log_event(dg.AssetMaterialization(asset_key=EXPERIMENT_REPORT, partition=page.experiment_id,
+                                                  metadata=page.metadata))
+    return plots, rows, failures
 
 
 @dg.asset(
@@ -72,28 +74,20 @@ def analysis_report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     Markdown*); what each family could detect tonight, with its power curve (`family_outlook`); the
     self-contained HTML report of the look (`html_report`, beside the warehouse)."""
     as_of = materialized_look(context.instance)
-    try:
-        with warehouse.connect(read_only=True) as con:
-            views = load_views(con, as_of)
-            outlook = load_outlook(con, as_of)
-    except LookupError as exc:  # nothing registered or analysed yet: an empty report, not a failed night
-        context.log.info(f"no experiment to report: {exc}")
-        views, outlook = [], []
     known = set(context.instance.get_dynamic_partitions(experiment_partitions.name))
-    new = [v.experiment_id for v in views if v.experiment_id not in known]
-    if new:
-        context.instance.add_dynamic_partitions(experiment_partitions.name, new)
-    plots, rows, failures = {}, [], {}
-    cache = PlotCache(plot_cache(warehouse))
-    for view in views:  # a view unchanged since it was last drawn (a night run again) reuses its plots
-        metadata, drawn, row, error = draw_page(view, cache)
-        if drawn is not None:
-            plots[view.experiment_id] = drawn
-        if error is not None:
-            failures[view.experiment_id] = error
-            context.log.warning(f"the page of {view.experiment_id} could not be drawn: {error}")
-        rows.append(row)
-        context.log_event(dg.AssetMaterialization(asset_key=EXPERIMENT_REPORT, partition=view.experiment_id, metadata=metadata))
+    request = PageRequest(warehouse.path, warehouse.memory_limit, as_of, str(plot_cache(warehouse)))
+    with page_source(request, expected=len(known), warn=context.log.warning) as pages:  # a child starts drawing now
+        try:
+            with warehouse.connect(read_only=True) as con:
+                views = load_views(con, as_of)
+                outlook = load_outlook(con, as_of)
+        except LookupError as exc:  # nothing registered or analysed yet: an empty report, not a failed night
+            context.log.info(f"no experiment to report: {exc}")
+            views, outlook = [], []
+        new = [v.experiment_id for v in views if v.experiment_id not in known]
+        if new:
+            context.instance.add_dynamic_partitions(experiment_partitions.name, new)
+        plots, rows, failures = _record_pages(context, pages(views))
     rows.sort(key=lambda r: r.alarm_kind != "report_failed")  # stable: attention order otherwise
     path = report_path(warehouse, as_of or "none")
     path.parent.mkdir(parents=True, exist_ok=True)

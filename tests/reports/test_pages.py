@@ -1,0 +1,100 @@
+"""The night's pages drawn by a child process are the pages drawn in the night's own process, and a
+child that cannot start or stops leaves its pages to the night's process, with a warning."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import dagster as dg
+import duckdb
+
+from zcl_assets.defs.reports import pages as report_pages
+from zcl_assets.defs.reports.assets import analysis_report
+from zcl_assets.defs.reports.pages import PageRequest, page_source
+from zcl_assets.reports.experiments import load_views
+
+NEVER = 10**9
+
+
+def _views(warehouse):
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return load_views(con)
+
+
+def _drawn(request: PageRequest, views, child_from: int) -> tuple[list, list[str]]:
+    warnings = []
+    with page_source(request, expected=len(views), child_from=child_from, warn=warnings.append) as pages:
+        return list(pages(views)), warnings
+
+
+def _fields(page) -> tuple:
+    return page.experiment_id, page.metadata, page.drawn, page.row, page.error
+
+
+def _refuse_to_draw_here(view, cache):
+    raise AssertionError(f"the page of {view.experiment_id} was drawn in the night's process")
+
+
+def test_pages_drawn_by_the_child_are_the_pages_drawn_here(looked, tmp_path, monkeypatch):
+    views = _views(looked.warehouse)
+    here, warned_here = _drawn(PageRequest(str(looked.warehouse), "1GB", None, str(tmp_path / "here")), views, NEVER)
+    # The child runs in its own interpreter, so it does not see this patch: every page must come from it.
+    monkeypatch.setattr(report_pages, "draw_page", _refuse_to_draw_here)
+    child, warned_child = _drawn(PageRequest(str(looked.warehouse), "1GB", None, str(tmp_path / "child")), views, 1)
+    assert warned_here == warned_child == []
+    assert len(views) > 5 and [_fields(p) for p in child] == [_fields(p) for p in here]
+    assert [p.experiment_id for p in child] == [v.experiment_id for v in views]
+    assert sorted(f.name for f in (tmp_path / "child").iterdir()) == sorted(f.name for f in (tmp_path / "here").iterdir())
+
+
+def test_a_child_that_stops_leaves_its_pages_to_this_process(looked, tmp_path):
+    views = _views(looked.warehouse)
+    here, _ = _drawn(PageRequest(str(looked.warehouse), "1GB", None, str(tmp_path / "here")), views, NEVER)
+    missing = PageRequest(str(tmp_path / "no-such-warehouse.duckdb"), "1GB", None, str(tmp_path / "child"))
+    pages, warnings = _drawn(missing, views, 1)
+    assert [_fields(p) for p in pages] == [_fields(p) for p in here]
+    (warning,) = warnings
+    assert warning.startswith(f"pages from {views[0].experiment_id} on are drawn in this process, not by the child")
+    assert "FileNotFoundError: warehouse" in warning and "does not exist yet" in warning
+
+
+def test_a_child_that_cannot_start_leaves_its_pages_to_this_process_and_below_the_threshold_none_starts(
+        looked, tmp_path, monkeypatch):
+    views = _views(looked.warehouse)
+    here, _ = _drawn(PageRequest(str(looked.warehouse), "1GB", None, str(tmp_path / "here")), views, NEVER)
+
+    def no_process(*args, **kwargs):
+        raise PermissionError("no new process here")
+
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    request = PageRequest(str(looked.warehouse), "1GB", None, str(tmp_path / "child"))
+    pages, warnings = _drawn(request, views, len(views))
+    assert [_fields(p) for p in pages] == [_fields(p) for p in here]
+    assert warnings == ["pages are drawn in this process: the child that draws them could not start "
+                        "(PermissionError: no new process here)"]
+    assert _drawn(request, views, len(views) + 1)[1] == []  # below the threshold: no child, no warning
+
+
+def _pages_recorded(warehouse, known: list[str]) -> dict[str, dict]:
+    from resources import Warehouse
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions("experiment", known)  # the experiments of an earlier night
+        result = dg.materialize([analysis_report], instance=instance, resources={"warehouse": Warehouse(path=str(warehouse))})
+        assert result.success
+        return {
+            r.asset_materialization.partition: r.asset_materialization.metadata
+            for r in instance.fetch_materializations(dg.AssetKey("experiment_report"), limit=1000).records
+        }
+
+
+def test_the_report_records_the_pages_the_child_draws_as_it_records_its_own(looked, tmp_path, monkeypatch):
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copy(looked.warehouse, warehouse)
+    known = [v.experiment_id for v in _views(warehouse)]
+    reference = _pages_recorded(warehouse, known)  # drawn here: CHILD_FROM is far above this night's pages
+    monkeypatch.setattr(report_pages, "CHILD_FROM", 1)
+    monkeypatch.setattr(report_pages, "draw_page", _refuse_to_draw_here)
+    shutil.rmtree(tmp_path / "reports" / "plots")  # drawn again, not read back from the first night's folder
+    assert _pages_recorded(warehouse, known) == reference and sorted(reference) == sorted(known)

@@ -1,0 +1,170 @@
+"""The night's experiment pages, drawn beside the process that records them.
+
+Each page is drawn (plots, metadata, index row) and then recorded as a materialization of
+``experiment_report``. Recording costs Dagster about 17 ms of this process's CPU a page, and
+drawing about 10 ms more, so a night of 1,000 experiments spent 27 s in one core while the
+other idled. From :data:`CHILD_FROM` pages on, a child process
+(``python -m zcl_assets.defs.reports.pages``) loads the same look's views from the warehouse,
+read-only, and draws them while this process records the pages it has already received: the
+two costs overlap instead of adding up. Below that a child's start-up (imports, about 2.7 s)
+would cost more than it saves, and the pages are drawn here.
+
+The child is a plain ``python -m`` process that reads its request from standard input and
+writes the pages, pickled in batches, to standard output. It is not a ``multiprocessing``
+spawn, which would import the host's ``__main__`` script again (a user's script that runs a
+night at top level would run it twice). A page the child did not send (it failed, or the two
+loads differ) is drawn here, so every page is recorded exactly once; the warning says why.
+A page is the same whichever process draws it (tests/reports/test_pages.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO
+
+from zcl_assets.defs.reports.metadata import experiment_metadata, failed_metadata
+from zcl_assets.reports.experiments import ExperimentView, load_views
+from zcl_assets.reports.index import IndexRow, failed_row, index_row
+from zcl_assets.reports.plots import PlotCache
+from zcl_assets.reports.plots import plots as view_plots
+from zcl_assets.warehouse import DuckDBWarehouse
+
+CHILD_FROM = 200
+"""Pages from which a child process draws them: 200 pages are about 2 s of drawing, the child's start-up."""
+BATCH = 20
+"""Pages per batch the child sends: small enough that recording starts early, large enough to pickle cheaply."""
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One experiment's page: its metadata, its plots (None if it failed), its index row and the error."""
+
+    experiment_id: str
+    metadata: dict
+    drawn: tuple[bytes, bytes] | None
+    row: IndexRow
+    error: str | None
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """What the child needs to load and draw the pages: the warehouse, the look and the plot folder."""
+
+    warehouse: str
+    memory_limit: str
+    as_of: str | None
+    plot_folder: str
+
+
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def draw_page(view: ExperimentView, cache: PlotCache) -> Page:
+    """One experiment's page; a failure of any part is caught and returned as the error, with a page and
+    a row that say so (one experiment never fails the night)."""
+    try:
+        drawn = view_plots(view, cache)
+        return Page(view.experiment_id, experiment_metadata(view, *drawn), drawn, index_row(view), None)
+    except Exception as exc:  # noqa: BLE001 - any failure of one page is recorded against its experiment
+        error = _error(exc)
+        return Page(view.experiment_id, failed_metadata(view.experiment_id, error), None,
+                    failed_row(view.experiment_id, error), error)
+
+
+@dataclass(frozen=True)
+class _Child:
+    process: subprocess.Popen
+    errors: IO[bytes]  # its standard error, read when it stops early
+
+
+@contextmanager
+def page_source(request: PageRequest, expected: int, child_from: int | None = None,
+                warn: Callable[[str], None] = _log.warning) -> Iterator[Callable[[Sequence[ExperimentView]], Iterator[Page]]]:
+    """A function that yields the page of each view in order, drawn by a child process started now when
+    ``expected`` (the pages the night is likely to draw: the experiments of the last night) reaches
+    ``child_from`` (default :data:`CHILD_FROM`), else drawn here.
+
+    Enter it before loading the views, so the child starts while they load. The child is stopped on exit.
+    """
+    child = _start(request, warn) if expected >= (CHILD_FROM if child_from is None else child_from) else None
+    try:
+        yield lambda views: _pages(views, child, PlotCache(request.plot_folder), warn)
+    finally:
+        if child is not None:
+            _stop(child)
+
+
+def _start(request: PageRequest, warn: Callable[[str], None]) -> _Child | None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # the code this process runs
+    errors = tempfile.TemporaryFile()
+    try:
+        process = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=errors, env=env)
+        pickle.dump(request, process.stdin)
+        process.stdin.close()
+    except OSError as exc:
+        errors.close()
+        warn(f"pages are drawn in this process: the child that draws them could not start ({_error(exc)})")
+        return None
+    return _Child(process, errors)
+
+
+def _stop(child: _Child) -> None:
+    child.process.stdout.close()
+    if child.process.poll() is None:
+        child.process.kill()
+    child.process.wait()
+    child.errors.close()
+
+
+def _pages(views: Sequence[ExperimentView], child: _Child | None, cache: PlotCache,
+           warn: Callable[[str], None]) -> Iterator[Page]:
+    received: dict[str, Page] = {}
+    for view in views:
+        while child is not None and view.experiment_id not in received:
+            try:
+                received.update((p.experiment_id, p) for p in pickle.load(child.process.stdout))
+            except (EOFError, pickle.UnpicklingError, OSError) as exc:
+                why = _last_line(child)
+                why = "it sent no page of it" if child.process.returncode == 0 else f"it stopped: {_error(exc)}; {why}"
+                warn(f"pages from {view.experiment_id} on are drawn in this process, not by the child ({why})")
+                child = None
+        page = received.pop(view.experiment_id, None)
+        yield page if page is not None else draw_page(view, cache)
+
+
+def _last_line(child: _Child) -> str:
+    """The last line the child wrote to its standard error (its error), or its exit status."""
+    if child.process.poll() is None:
+        child.process.kill()
+    child.process.wait()
+    child.errors.seek(0)
+    lines = child.errors.read().decode("utf-8", "replace").strip().splitlines()
+    return lines[-1] if lines else f"exit status {child.process.returncode}"
+
+
+def serve(request: PageRequest, out) -> None:
+    """The child: load the look's views and write their pages to ``out``, pickled in batches of :data:`BATCH`."""
+    with DuckDBWarehouse(path=request.warehouse, memory_limit=request.memory_limit).connect(read_only=True) as con:
+        views = load_views(con, request.as_of)
+    cache = PlotCache(request.plot_folder)
+    for start in range(0, len(views), BATCH):
+        pickle.dump([draw_page(v, cache) for v in views[start:start + BATCH]], out)
+        out.flush()
+
+
+if __name__ == "__main__":  # the child: by the module's own name, so its pages unpickle as this module's Page
+    from zcl_assets.defs.reports import pages
+
+    pages.serve(pickle.load(sys.stdin.buffer), sys.stdout.buffer)
