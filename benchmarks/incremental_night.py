@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import resource
 import shutil
@@ -123,8 +124,10 @@ def _night(landing: Path, warehouse: Path, home: Path, as_of: str) -> dict:
                   for e in instance.all_logs(r.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
         steps = [(s.step_key, s.end_time - s.start_time) for r in results for s in instance.get_run_step_stats(r.run_id)
                  if s.end_time and s.start_time]
+        warnings = [f"{e.step_key}: {e.user_message}" for r in results for e in instance.all_logs(r.run_id)
+                    if e.level >= logging.WARNING and not e.is_dagster_event]
     return {"checks": len(checks), "failed_checks": sorted(c.check_name for c in checks if not c.passed),
-            "steps": sorted(steps, key=lambda s: -s[1])[:6], "step_count": len(steps)}
+            "steps": sorted(steps, key=lambda s: -s[1])[:6], "step_count": len(steps), "warnings": warnings}
 
 
 def _dagster_floor(home: Path, steps: int, pages: int = 0) -> dict:
@@ -250,6 +253,8 @@ def measure(history: History, root: Path) -> dict[str, dict]:
     for mode in ("backfill", "night", "quiet"):
         slowest = ", ".join(f"{k} {s:.1f} s" for k, s in figures[mode]["steps"])
         print(f"  slowest steps, {mode}: {slowest}", flush=True)
+        for warning in figures[mode]["warnings"]:  # a fallback (pages drawn here, staging in-process) shows here
+            print(f"  warning, {mode}: {warning[:300]}", flush=True)
     return figures
 
 
