@@ -6,8 +6,8 @@ drawing about 10 ms more, so a night of 1,000 experiments spent 27 s in one core
 other idled. From :data:`CHILD_FROM` pages on, a child process
 (``python -m zcl_assets.defs.reports.pages``) loads the same look's views from the warehouse,
 read-only, and draws them while this process records the pages it has already received: the
-two costs overlap instead of adding up. Below that a child's start-up (imports, about 2.7 s)
-would cost more than it saves, and the pages are drawn here.
+two costs overlap instead of adding up. Below that the child's start-up (its imports, about
+2.7 s, and loading the views) would cost more than it saves, and the pages are drawn here.
 
 The child is a plain ``python -m`` process that reads its request from standard input and
 writes the pages, pickled in batches, to standard output. It is not a ``multiprocessing``
@@ -37,8 +37,10 @@ from zcl_assets.reports.plots import PlotCache
 from zcl_assets.reports.plots import plots as view_plots
 from zcl_assets.warehouse import DuckDBWarehouse
 
-CHILD_FROM = 200
-"""Pages from which a child process draws them: 200 pages are about 2 s of drawing, the child's start-up."""
+CHILD_FROM = 400
+"""Pages from which a child process draws them: the child's start-up, 3 to 4 s before its first pages, is
+about what drawing 350 pages costs here (measured: at 250 experiments the night's report took as long
+either way, 9.1 and 9.2 s; at 1,000 it took 21 to 24 s with the child, 30 s without)."""
 BATCH = 20
 """Pages per batch the child sends: small enough that recording starts early, large enough to pickle cheaply."""
 
