@@ -109,13 +109,15 @@ def page_source(request: PageRequest, expected: int, child_from: int | None = No
 
 def _start(request: PageRequest, warn: Callable[[str], None]) -> _Child | None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # the code this process runs
-    errors = tempfile.TemporaryFile()
+    errors, process = tempfile.TemporaryFile(), None
     try:
         process = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=errors, env=env)
         pickle.dump(request, process.stdin)
         process.stdin.close()
     except OSError as exc:
+        if process is not None:
+            _stop(_Child(process, errors))
         errors.close()
         warn(f"pages are drawn in this process: the child that draws them could not start ({_error(exc)})")
         return None
@@ -123,7 +125,8 @@ def _start(request: PageRequest, warn: Callable[[str], None]) -> _Child | None:
 
 
 def _stop(child: _Child) -> None:
-    child.process.stdout.close()
+    for pipe in (child.process.stdin, child.process.stdout):
+        pipe.close()
     if child.process.poll() is None:
         child.process.kill()
     child.process.wait()
@@ -137,7 +140,7 @@ def _pages(views: Sequence[ExperimentView], child: _Child | None, cache: PlotCac
         while child is not None and view.experiment_id not in received:
             try:
                 received.update((p.experiment_id, p) for p in pickle.load(child.process.stdout))
-            except (EOFError, pickle.UnpicklingError, OSError) as exc:
+            except Exception as exc:  # noqa: BLE001 - whatever stops the child's pages, they are drawn here
                 why = _last_line(child)
                 why = "it sent no page of it" if child.process.returncode == 0 else f"it stopped: {_error(exc)}; {why}"
                 warn(f"pages from {view.experiment_id} on are drawn in this process, not by the child ({why})")
