@@ -30,10 +30,11 @@ process so that its peak memory is its own:
   two: no Dagster pipeline that keeps those tables can take less.
 
 Every figure is wall seconds from the child's start (imports included) and its peak
-resident memory (with that of its largest child process, if it started one). The targets (issue "Nights that cost what landed"), checked at every size:
-night <= 2 x new-day pass + 10 s and < the 31-day pass; night at the largest size within
-1.3x of the night at the smallest; night peak < 1.5 GiB; backfill <= 1.5 x floor + 10 s
-with peak < 4 GiB; quiet night < 5 s.
+resident memory (with that of its largest child process, if it started one). The targets
+(issue "Nights that cost what landed"), checked at every size: night <= 2 x new-day pass +
+10 s and < the 31-day pass; night at the largest size within 1.3x of the night at the
+smallest; night peak < 1.5 GiB; backfill <= 1.5 x floor + 10 s with peak < 4 GiB; quiet
+night < 5 s.
 
 ``--many-experiments [N]`` (default N = 1,000) measures the same for one history of N
 experiments over 60 days (10 sessions per experiment and day unless ``--sizes`` says

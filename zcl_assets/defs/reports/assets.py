@@ -46,7 +46,7 @@ def _record_pages(context: dg.AssetExecutionContext, pages: Iterable[Page]) -> t
     """Record each page as a materialization of its ``experiment_report`` partition; return the plots, the
     index rows and the errors of the pages that could not be drawn."""
     plots, rows, failures = {}, [], {}
-    for page in pages:  # a view unchanged since it was last drawn (a night run again) reuses its plots
+    for page in pages:
         if page.drawn is not None:
             plots[page.experiment_id] = page.drawn
         if page.error is not None:
