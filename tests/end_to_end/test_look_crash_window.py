@@ -6,7 +6,7 @@ import dagster as dg
 
 from tests.end_to_end import killed_nights as kn
 from tests.warehouse_checks import BOOKKEEPING, every_table, run_one_night
-from zcl_assets.defs.analysis import assets
+from zcl_assets.analysis import look
 from zcl_assets.runner import run_night
 
 
@@ -19,7 +19,7 @@ def _nights(root, landing, warehouse, die_on=None, monkeypatch=None):
                 def dies(*args, **kwargs):
                     raise RuntimeError("killed between the state's update and the looks' write")
                 with monkeypatch.context() as mp:
-                    mp.setattr(assets, "nights_to_write", dies)
+                    mp.setattr(look, "nights_to_write", dies)
                     mp.setenv("ZCL_LANDING_DIR", str(landing))
                     mp.setenv("ZCL_WAREHOUSE", str(warehouse))
                     assert not run_night(instance, night)[-1].success

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import duckdb
 import polars as pl
@@ -284,12 +285,34 @@ def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = F
     )
 
 
-def take_looks(con: duckdb.DuckDBPyConnection, as_of: str, engine: Engine = DUCKDB) -> tuple[pl.DataFrame, StateUpdate]:
+class Pass(NamedTuple):
+    """One pass of the look (:func:`take_looks`)."""
+
+    look: pl.DataFrame
+    """The rows of the nights written (``written``)."""
+    nights: pl.DataFrame
+    """``experiment_id, as_of`` of every night of the pass that has rows: the nights that exist now."""
+    written: pl.DataFrame
+    """``experiment_id, as_of`` of the nights the pass writes (:func:`nights_to_write`)."""
+    update: StateUpdate
+    """The state's update: the caller writes ``look`` and runs ``update.commit`` in one transaction, so a
+    run killed between the two loses no change."""
+
+
+def take_looks(con: duckdb.DuckDBPyConnection, as_of: str, engine: Engine = DUCKDB, everything: bool = False) -> Pass:
     """Every night of every experiment up to ``as_of``, from the state brought up to date by
-    ``engine``: ``(looks, the state's update)``. The caller writes the looks and runs
-    ``update.commit`` in one transaction, so a run killed between the two loses no change."""
+    ``engine``; the rows of the nights to write alone are put in words and returned (``everything``:
+    every night, e.g. for a table just recreated). Every night is computed whatever is written
+    (``engine.analyse``), so the rows written are those a pass writing every night would give."""
     update = update_look_state(con, state_frames(con, as_of), engine=engine)
-    return analyse(read_inputs(con, as_of)), update
+    inputs = read_inputs(con, as_of)
+    keys = ["experiment_id", "as_of"]
+    nights = inputs.looks.join(inputs.comparisons.select("experiment_id").unique(), on="experiment_id",
+                               how="semi").select(keys).unique()  # a night has rows if its experiment compares
+    written = nights_to_write(nights, update.dirty, as_of, everything=everything)
+    output = inputs.looks.drop("output").join(written.with_columns(pl.lit(True).alias("output")), on=keys, how="left")
+    look = analyse(inputs._replace(looks=output.with_columns(pl.col("output").fill_null(False))))
+    return Pass(look, nights, written, update)
 
 
 def take_look(con: duckdb.DuckDBPyConnection, as_of: str, fresh: bool = False) -> pl.DataFrame:

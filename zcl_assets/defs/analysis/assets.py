@@ -11,7 +11,7 @@ from sql import load_sql
 from zcl_assets.analysis.breakdowns import segment_breakdowns as breakdowns_of
 from zcl_assets.analysis.breakdowns import segment_counts
 from zcl_assets.analysis.knowledge import GATE_VERSION, cited_looks, promote
-from zcl_assets.analysis.look import nights_to_write, take_looks
+from zcl_assets.analysis.look import take_looks
 from zcl_assets.analysis.planner import family_outlook as outlook_of_families
 from zcl_assets.analysis.registration import (
     DEFAULT_ALPHA_SLOTS,
@@ -194,15 +194,12 @@ def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, w
     as_of = config.day()
     with warehouse.connect() as con:
         recreated = EXPERIMENT_ANALYSIS.ensure(con)
-        look, update = take_looks(con, as_of, engine.open(warehouse))
-        dirty = update.dirty
-        written = nights_to_write(look, dirty, as_of, everything=recreated)
-        batch = look.join(written, on=["experiment_id", "as_of"], how="semi")
-        with transaction(con, look_batch=batch, written_nights=written,
-                         current_nights=look.select("experiment_id", "as_of").unique()):
+        taken = take_looks(con, as_of, engine.open(warehouse), everything=recreated)
+        look, written, dirty = taken.look, taken.written, taken.update.dirty
+        with transaction(con, look_batch=look, written_nights=written, current_nights=taken.nights):
             con.execute(load_sql("delete_looks"), {"as_of": as_of})
             con.execute(load_sql("insert_look"))
-            update.commit(con)  # the state's cursor moves with the looks written from its changes
+            taken.update.commit(con)  # the state's cursor moves with the looks written from its changes
             pruned = changelog.prune(con)  # the change log keeps what some table has still to read
         ratio = checks.sample_ratio(con, as_of)
     nights = written.select("as_of").unique()
@@ -210,15 +207,15 @@ def experiment_analysis(context: dg.AssetExecutionContext, config: LookConfig, w
     counts = latest.group_by("decision").len().sort("decision")
     return dg.MaterializeResult(
         metadata={
-            "dagster/row_count": look.height,
+            "dagster/row_count": look.height,  # the rows this pass wrote
             "as_of": as_of,
             "engine": engine.engine,
             "nights_written": nights.height,
-            "rows_written": batch.height,
+            "rows_written": look.height,
             "experiments_with_changes": dirty.height,
             "change_log_rows_pruned": pruned,
             "table_recreated": recreated,
-            "experiments": look.get_column("experiment_id").n_unique(),
+            "experiments": taken.nights.get_column("experiment_id").n_unique(),
             "decisions": dg.MetadataValue.json({d or "none": int(n) for d, n in counts.iter_rows()}),
             "primary_comparisons": dg.MetadataValue.md(
                 markdown_table(
