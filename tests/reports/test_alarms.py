@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import random
+
+import polars as pl
 import pytest
 
 from tests.reports.views import comparison, history, view
@@ -48,6 +52,38 @@ def test_an_experiment_is_stalled_after_seven_days_without_a_new_unit(as_of, sin
     if since:
         assert looked.stalled_since == since
         assert days_left_text(looked) == f"none at zero traffic (stalled since {since})"  # no figure from zero traffic
+
+
+def _last_new_units_oracle(looks: pl.DataFrame) -> str | None:
+    """The rule in polars, as it was first written: per look, the control's count once plus every treatment
+    arm's, looks without a control count dropped, the last look whose total beat every earlier one."""
+    totals = (
+        looks.group_by("as_of").agg(pl.col("srm_units_control").max() + pl.col("srm_units_treatment").sum())
+        .rename({"srm_units_control": "units"}).drop_nulls().sort("as_of")
+        .with_columns(before=pl.col("units").cum_max().shift(1).fill_null(0)).filter(pl.col("units") > pl.col("before"))
+    )
+    return totals.get_column("as_of")[-1].isoformat() if totals.height else None
+
+
+def test_the_last_look_with_new_units_agrees_with_its_polars_form_on_random_histories():
+    rng = random.Random(7)
+    for _ in range(300):
+        rows = []
+        for day in rng.sample(range(1, 29), rng.randint(1, 12)):
+            control = rng.choice([None, rng.randint(0, 50)])  # a look may lack the control's count
+            for arm in range(rng.randint(1, 3)):  # a treatment arm per row, the control repeated on each
+                treatment = rng.choice([None, rng.randint(0, 50)])
+                rows.append(comparison(as_of=dt.date(2026, 9, day), treatment_arm=f"t{arm}", srm_units_control=control,
+                                       srm_units_treatment=treatment, n_control=control, n_treatment=treatment))
+        counts = ("srm_units_control", "srm_units_treatment", "n_control", "n_treatment")
+        looks = pl.DataFrame(rows).with_columns(pl.col(c).cast(pl.Int64) for c in counts)
+        if looks.get_column("srm_units_control").null_count():  # the rule then counts the analysed units instead
+            looks = looks.with_columns(srm_units_control=pl.lit(None, pl.Int64), srm_units_treatment=pl.lit(None, pl.Int64))
+            expected = _last_new_units_oracle(looks.with_columns(srm_units_control=pl.col("n_control"),
+                                                                 srm_units_treatment=pl.col("n_treatment")))
+        else:
+            expected = _last_new_units_oracle(looks)
+        assert alarms.last_new_units(view(as_of="2026-09-30", looks=looks)) == expected
 
 
 def test_a_decided_or_completed_experiment_is_not_stalled():

@@ -201,16 +201,25 @@ def last_new_units(view: ExperimentView) -> str | None:
         return None
     assigned = "srm_units_control" in history.columns and history.get_column("srm_units_control").null_count() == 0
     control, treatment = ("srm_units_control", "srm_units_treatment") if assigned else ("n_control", "n_treatment")
-    totals = (
-        history.group_by("as_of")
-        .agg(pl.col(control).max() + pl.col(treatment).sum())  # control once, every treatment arm
-        .rename({control: "units"})
-        .drop_nulls()
-        .sort("as_of")
-        .with_columns(before=pl.col("units").cum_max().shift(1).fill_null(0))
-        .filter(pl.col("units") > pl.col("before"))
-    )
-    return totals.get_column("as_of")[-1].isoformat() if totals.height else None
+    # Per look: control once (its largest count), every treatment arm summed; a look without a control count has
+    # no total. Plain Python: a history has one row per look and arm, and a polars query per view cost 1 ms.
+    controls: dict[dt.date, int | None] = {}
+    treatments: dict[dt.date, int] = {}
+    for day, c, t in zip(*(history.get_column(name).to_list() for name in ("as_of", control, treatment))):
+        if c is not None:
+            controls[day] = c if controls.get(day) is None else max(controls[day], c)
+        else:
+            controls.setdefault(day, None)
+        treatments[day] = treatments.get(day, 0) + (t or 0)
+    last, before = None, 0
+    for day in sorted(controls):
+        if controls[day] is None:
+            continue
+        units = controls[day] + treatments[day]
+        if units > before:
+            last = day
+        before = max(before, units)
+    return last.isoformat() if last is not None else None
 
 
 def stalled(view: ExperimentView) -> Alarm | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -134,11 +134,13 @@ class ExperimentView:
     @cached_property
     def _metric_columns(self) -> dict[tuple[str, str], str]:
         """The first value the analysis wrote of ``role`` and ``direction`` for each metric (read once)."""
-        written = {}
+        written: dict[tuple[str, str], str] = {}
         for column in ("role", "direction"):
             if column in self.comparisons.columns and "metric" in self.comparisons.columns:
-                firsts = self.comparisons.drop_nulls(column).unique("metric", keep="first", maintain_order=True)
-                written.update({(m, column): v for m, v in zip(firsts.get_column("metric"), firsts.get_column(column))})
+                # plain Python: a look has a few rows, and a polars query per view cost 0.75 ms of 1,000 views
+                for metric, value in zip(self.comparisons.get_column("metric"), self.comparisons.get_column(column)):
+                    if value is not None:
+                        written.setdefault((metric, column), value)
         return written
 
     @cached_property
@@ -417,11 +419,14 @@ def load_views(
     plans = ({r["experiment_id"]: r for r in con.execute("SELECT * FROM experiment_plans").pl().to_dicts()}
              if "experiment_plans" in tables else {})
 
+    # Each frame split by experiment once: a filter per view and frame cost 0.8 s at 1,000 experiments.
+    history_of, units_of, breakdowns_of = (_by_experiment(frame) for frame in (history, units, breakdowns))
+    quarantine_of = _by_experiment(quarantine, include_key=False)
     views = []
     for (experiment_id,), rows in wanted.partition_by("experiment_id", as_dict=True, maintain_order=True).items():
         look_day = rows.get_column("as_of")[0].isoformat()
-        mine = history.filter(pl.col("experiment_id") == experiment_id)
-        assigned = units.filter(pl.col("experiment_id") == experiment_id)
+        mine = history_of(experiment_id)
+        assigned = units_of(experiment_id)
         sessions = int(assigned.get_column("sessions").sum()) if assigned.height else None
         verified = int(assigned.get_column("verified_sessions").sum()) if assigned.height else None
         first = assigned.get_column("first_assigned_at").min() if assigned.height else None
@@ -432,8 +437,8 @@ def load_views(
                 looks=mine.get_column("as_of").n_unique(),
                 comparisons=rows,
                 history=mine,
-                quarantine=quarantine.filter(pl.col("experiment_id") == experiment_id).drop("experiment_id"),
-                breakdowns=breakdowns.filter(pl.col("experiment_id") == experiment_id),
+                quarantine=quarantine_of(experiment_id),
+                breakdowns=breakdowns_of(experiment_id),
                 sessions=sessions,
                 verified_sessions=verified,
                 uncounted_kinds={k: n for e, k, n in uncounted.iter_rows() if e == experiment_id},
@@ -443,6 +448,14 @@ def load_views(
             )
         )
     return sort_views(views)
+
+
+def _by_experiment(frame: pl.DataFrame, include_key: bool = True) -> Callable[[str], pl.DataFrame]:
+    """The rows of one experiment, by id, from ``frame`` split once (an empty frame of its schema for none),
+    with or without the ``experiment_id`` column."""
+    parts = frame.partition_by("experiment_id", as_dict=True, maintain_order=True, include_key=include_key)
+    empty = frame.clear() if include_key else frame.clear().drop("experiment_id")
+    return lambda experiment_id: parts.get((experiment_id,), empty)
 
 
 def sort_views(views: Sequence[ExperimentView]) -> list[ExperimentView]:
