@@ -1,17 +1,21 @@
-"""The night's pages drawn by a child process are the pages drawn in the night's own process, and a
-child that cannot start or stops leaves its pages to the night's process, with a warning."""
+"""The night's pages drawn by a child process are the pages drawn in the night's own process, the night
+draws pages itself while the child has sent nothing, and a child that cannot start or stops leaves its
+pages to the night's process, with a warning."""
 
 from __future__ import annotations
 
+import queue
 import shutil
 import subprocess
+from types import SimpleNamespace
 
 import dagster as dg
 import duckdb
+import pytest
 
 from zcl_assets.defs.reports import pages as report_pages
 from zcl_assets.defs.reports.assets import analysis_report
-from zcl_assets.defs.reports.pages import PageRequest, page_source
+from zcl_assets.defs.reports.pages import Page, PageRequest, page_source
 from zcl_assets.reports.experiments import load_views
 
 NEVER = 10**9
@@ -40,6 +44,7 @@ def test_pages_drawn_by_the_child_are_the_pages_drawn_here(looked, tmp_path, mon
     views = _views(looked.warehouse)
     here, warned_here = _drawn(PageRequest(str(looked.warehouse), "1GB", None, str(tmp_path / "here")), views, NEVER)
     # The child runs in its own interpreter, so it does not see this patch: every page must come from it.
+    monkeypatch.setattr(report_pages, "DRAW_WHILE_WAITING", False)
     monkeypatch.setattr(report_pages, "draw_page", _refuse_to_draw_here)
     child, warned_child = _drawn(PageRequest(str(looked.warehouse), "1GB", None, str(tmp_path / "child")), views, 1)
     assert warned_here == warned_child == []
@@ -48,7 +53,44 @@ def test_pages_drawn_by_the_child_are_the_pages_drawn_here(looked, tmp_path, mon
     assert sorted(f.name for f in (tmp_path / "child").iterdir()) == sorted(f.name for f in (tmp_path / "here").iterdir())
 
 
-def test_a_child_that_stops_leaves_its_pages_to_this_process(looked, tmp_path):
+def test_pages_are_the_same_whichever_process_draws_them_while_the_child_starts(looked, tmp_path):
+    views = _views(looked.warehouse)
+    here, _ = _drawn(PageRequest(str(looked.warehouse), "1GB", None, str(tmp_path / "here")), views, NEVER)
+    both, warnings = _drawn(PageRequest(str(looked.warehouse), "1GB", None, str(tmp_path / "both")), views, 1)
+    assert warnings == [] and [_fields(p) for p in both] == [_fields(p) for p in here]
+
+
+def _page(experiment_id: str, by: str) -> Page:
+    return Page(experiment_id, {"by": by}, None, None, None)
+
+
+class _Unsent(queue.Queue):
+    """The child's batches; waiting on an empty one fails instead of hanging."""
+
+    def get(self, block=True, timeout=None):
+        if block and self.empty():
+            raise AssertionError("this process waited for the child instead of drawing the page itself")
+        return super().get(block, timeout)
+
+
+def test_this_process_draws_while_the_child_has_sent_nothing_and_takes_each_page_once(monkeypatch):
+    views = [SimpleNamespace(experiment_id=f"e{i}") for i in range(6)]
+    batches = _Unsent()
+
+    def draw_here(view, cache):
+        if view.experiment_id == "e1":  # the child's first batch arrives while this process draws e1
+            batches.put([_page(f"e{i}", "child") for i in range(5)])
+        return _page(view.experiment_id, "here")
+
+    monkeypatch.setattr(report_pages, "draw_page", draw_here)
+    child = SimpleNamespace(batches=batches)
+    pages = list(report_pages._pages(views, child, None, warn=pytest.fail))
+    assert [(p.experiment_id, p.metadata["by"]) for p in pages] == [
+        ("e0", "here"), ("e1", "here"), ("e2", "child"), ("e3", "child"), ("e4", "child"), ("e5", "here")]
+
+
+def test_a_child_that_stops_leaves_its_pages_to_this_process(looked, tmp_path, monkeypatch):
+    monkeypatch.setattr(report_pages, "DRAW_WHILE_WAITING", False)  # so the night reaches the child's end
     views = _views(looked.warehouse)
     here, _ = _drawn(PageRequest(str(looked.warehouse), "1GB", None, str(tmp_path / "here")), views, NEVER)
     missing = PageRequest(str(tmp_path / "no-such-warehouse.duckdb"), "1GB", None, str(tmp_path / "child"))
@@ -95,6 +137,7 @@ def test_the_report_records_the_pages_the_child_draws_as_it_records_its_own(look
     known = [v.experiment_id for v in _views(warehouse)]
     reference = _pages_recorded(warehouse, known)  # drawn here: CHILD_FROM is far above this night's pages
     monkeypatch.setattr(report_pages, "CHILD_FROM", 1)
+    monkeypatch.setattr(report_pages, "DRAW_WHILE_WAITING", False)
     monkeypatch.setattr(report_pages, "draw_page", _refuse_to_draw_here)
     shutil.rmtree(tmp_path / "reports" / "plots")  # drawn again, not read back from the first night's folder
     assert _pages_recorded(warehouse, known) == reference and sorted(reference) == sorted(known)

@@ -6,8 +6,10 @@ drawing about 10 ms more, so a night of 1,000 experiments spent 27 s in one core
 other idled. From :data:`CHILD_FROM` pages on, a child process
 (``python -m zcl_assets.defs.reports.pages``) loads the same look's views from the warehouse,
 read-only, and draws them while this process records the pages it has already received: the
-two costs overlap instead of adding up. Below that the child's start-up (its imports, about
-2.7 s, and loading the views) would cost more than it saves, and the pages are drawn here.
+two costs overlap instead of adding up. Until the child's first pages arrive (its imports and
+its load of the views, about 3 s), this process draws the pages itself rather than wait
+(:data:`DRAW_WHILE_WAITING`), and leaves the child's copies of them unread. Below :data:`CHILD_FROM`
+the child's start-up would cost more than it saves, and the pages are drawn here.
 
 The child is a plain ``python -m`` process that reads its request from standard input and
 writes the pages, pickled in batches, to standard output. It is not a ``multiprocessing``
@@ -22,9 +24,11 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import queue
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,6 +47,9 @@ about what drawing 350 pages costs here (measured: at 250 experiments the night'
 either way, 9.1 and 9.2 s; at 1,000 it took 21 to 24 s with the child, 30 s without)."""
 BATCH = 20
 """Pages per batch the child sends: small enough that recording starts early, large enough to pickle cheaply."""
+DRAW_WHILE_WAITING = True
+"""Whether this process draws a page itself when the child has sent nothing it has not read (True), or waits
+for the child's page (False: every page then comes from the child while it runs, as the tests check)."""
 
 _log = logging.getLogger(__name__)
 
@@ -88,6 +95,17 @@ def draw_page(view: ExperimentView, cache: PlotCache) -> Page:
 class _Child:
     process: subprocess.Popen
     errors: IO[bytes]  # its standard error, read when it stops early
+    batches: queue.Queue  # its batches of pages as they arrive, then what ended them (EOFError at its end)
+    reader: threading.Thread  # unpickles the batches into ``batches``, so that this process never waits to look
+
+
+def _read(stream: IO[bytes], batches: queue.Queue) -> None:
+    while True:
+        try:
+            batches.put(pickle.load(stream))
+        except BaseException as exc:  # noqa: BLE001 - the end of the stream, or whatever broke it, is the last item
+            batches.put(exc)
+            return
 
 
 @contextmanager
@@ -117,34 +135,43 @@ def _start(request: PageRequest, warn: Callable[[str], None]) -> _Child | None:
         process.stdin.close()
     except OSError as exc:
         if process is not None:
-            _stop(_Child(process, errors))
+            process.kill()
+            process.wait()
+            process.stdout.close()
         errors.close()
         warn(f"pages are drawn in this process: the child that draws them could not start ({_error(exc)})")
         return None
-    return _Child(process, errors)
+    batches: queue.Queue = queue.Queue()
+    reader = threading.Thread(target=_read, args=(process.stdout, batches), name="page-child-reader", daemon=True)
+    reader.start()
+    return _Child(process, errors, batches, reader)
 
 
 def _stop(child: _Child) -> None:
-    for pipe in (child.process.stdin, child.process.stdout):
-        pipe.close()
-    if child.process.poll() is None:
+    if child.process.poll() is None:  # it may still draw pages this process drew itself
         child.process.kill()
     child.process.wait()
+    child.reader.join()  # the child's end closes the stream the reader waits on
+    child.process.stdout.close()
     child.errors.close()
 
 
 def _pages(views: Sequence[ExperimentView], child: _Child | None, cache: PlotCache,
            warn: Callable[[str], None]) -> Iterator[Page]:
-    received: dict[str, Page] = {}
+    received: dict[str, Page] = {}  # the child's copies of pages drawn here stay unread: a few MB at most
     for view in views:
         while child is not None and view.experiment_id not in received:
             try:
-                received.update((p.experiment_id, p) for p in pickle.load(child.process.stdout))
-            except Exception as exc:  # noqa: BLE001 - whatever stops the child's pages, they are drawn here
+                batch = child.batches.get(block=not DRAW_WHILE_WAITING)
+            except queue.Empty:  # nothing from the child yet: draw this page here rather than wait
+                break
+            if isinstance(batch, BaseException):  # whatever stops the child's pages, they are drawn here
                 why = _last_line(child)
-                why = "it sent no page of it" if child.process.returncode == 0 else f"it stopped: {_error(exc)}; {why}"
+                why = "it sent no page of it" if child.process.returncode == 0 else f"it stopped: {_error(batch)}; {why}"
                 warn(f"pages from {view.experiment_id} on are drawn in this process, not by the child ({why})")
                 child = None
+            else:
+                received.update((p.experiment_id, p) for p in batch)
         page = received.pop(view.experiment_id, None)
         yield page if page is not None else draw_page(view, cache)
 
