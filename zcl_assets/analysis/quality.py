@@ -230,6 +230,15 @@ def rule_one(
                     in_epoch)
 
 
+def _fired_figures(fired: np.ndarray, values: np.ndarray) -> list[str | None]:
+    """The figures of the looks whose signal fired (None elsewhere: no sentence uses them). Wording every
+    look's figure cost 0.5 s a night at 1,000 experiments, for the few that fired."""
+    out = np.full(fired.shape, None, dtype=object)
+    if fired.any():
+        out[fired] = figures(values[fired])
+    return out.tolist()
+
+
 def reasons(valid: Validity, e: np.ndarray, d: np.ndarray) -> list[str | None]:
     """The words of rule 1 for the looks at positions ``(e, d)``: every signal that fired in the epoch."""
     srm = valid.ever["srm"][e, d]
@@ -238,9 +247,9 @@ def reasons(valid: Validity, e: np.ndarray, d: np.ndarray) -> list[str | None]:
     vio = valid.ever["violations"][e, d]
     frame = pl.DataFrame({
         "srm": srm, "imb": imb, "dri": dri, "vio": vio,
-        "srm_p": figures(valid.srm_sequential_p[e, d]).tolist(), "imb_p": figures(valid.imbalance_p[e, d]).tolist(),
-        "vio_share": figures(valid.violation_share[e, d] * 100, 3).tolist(),
-        "vio_p": figures(valid.violation_p[e, d]).tolist(),
+        "srm_p": _fired_figures(srm, valid.srm_sequential_p[e, d]), "imb_p": _fired_figures(imb, valid.imbalance_p[e, d]),
+        "vio_share": _fired_figures(vio, valid.violation_share[e, d] * 100),
+        "vio_p": _fired_figures(vio, valid.violation_p[e, d]),
     }, schema_overrides={c: pl.String for c in ("srm_p", "imb_p", "vio_share", "vio_p")})
     level, threshold = figure(SRM_ALPHA), figure(VIOLATION_THRESHOLD * 100)
     parts = frame.select(pl.concat_str(
