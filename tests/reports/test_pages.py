@@ -4,6 +4,7 @@ pages to the night's process, with a warning."""
 
 from __future__ import annotations
 
+import io
 import queue
 import shutil
 import subprocess
@@ -74,19 +75,36 @@ class _Unsent(queue.Queue):
 
 
 def test_this_process_draws_while_the_child_has_sent_nothing_and_takes_each_page_once(monkeypatch):
-    views = [SimpleNamespace(experiment_id=f"e{i}") for i in range(6)]
+    views = [SimpleNamespace(experiment_id=f"e{i}") for i in range(7)]
     batches = _Unsent()
 
     def draw_here(view, cache):
-        if view.experiment_id == "e1":  # the child's first batch arrives while this process draws e1
-            batches.put([_page(f"e{i}", "child") for i in range(5)])
+        if view.experiment_id == "e1":  # the child's first two batches arrive while this process draws e1
+            batches.put([_page("e0", "child"), _page("e1", "child")])
+            batches.put([_page(f"e{i}", "child") for i in (2, 3, 4)])
         return _page(view.experiment_id, "here")
 
     monkeypatch.setattr(report_pages, "draw_page", draw_here)
     child = SimpleNamespace(batches=batches)
     pages = list(report_pages._pages(views, child, None, warn=pytest.fail))
     assert [(p.experiment_id, p.metadata["by"]) for p in pages] == [
-        ("e0", "here"), ("e1", "here"), ("e2", "child"), ("e3", "child"), ("e4", "child"), ("e5", "here")]
+        ("e0", "here"), ("e1", "here"), ("e2", "child"), ("e3", "child"), ("e4", "child"), ("e5", "here"), ("e6", "here")]
+
+
+def test_a_child_that_ends_before_a_page_it_owes_is_named_and_this_process_draws_the_rest(monkeypatch):
+    views = [SimpleNamespace(experiment_id=f"e{i}") for i in range(4)]
+    batches = _Unsent()
+    batches.put([_page("e0", "child")])
+    batches.put(EOFError("Ran out of input"))  # it ended, having sent e0 only
+    monkeypatch.setattr(report_pages, "draw_page", lambda view, cache: _page(view.experiment_id, "here"))
+    process = subprocess.Popen(["true"], stderr=subprocess.DEVNULL)  # a child that exited normally
+    process.wait()
+    warnings = []
+    child = SimpleNamespace(batches=batches, process=process, errors=io.BytesIO())
+    pages = list(report_pages._pages(views, child, None, warn=warnings.append))
+    assert [(p.experiment_id, p.metadata["by"]) for p in pages] == [
+        ("e0", "child"), ("e1", "here"), ("e2", "here"), ("e3", "here")]
+    assert warnings == ["pages from e1 on are drawn in this process, not by the child (it sent no page of it)"]
 
 
 def test_a_child_that_stops_leaves_its_pages_to_this_process(looked, tmp_path, monkeypatch):

@@ -30,8 +30,9 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
 from zcl_assets.defs.reports.metadata import experiment_metadata, failed_metadata
@@ -102,7 +103,10 @@ class _Child:
 def _read(stream: IO[bytes], batches: queue.Queue) -> None:
     while True:
         try:
-            batches.put(pickle.load(stream))
+            batch = pickle.load(stream)
+            if not (isinstance(batch, list) and all(isinstance(p, Page) for p in batch)):
+                raise TypeError(f"the child sent a {type(batch).__name__}, not a batch of pages")
+            batches.put(batch)
         except BaseException as exc:  # noqa: BLE001 - the end of the stream, or whatever broke it, is the last item
             batches.put(exc)
             return
@@ -123,6 +127,8 @@ def page_source(request: PageRequest, expected: int, child_from: int | None = No
     finally:
         if child is not None:
             _stop(child)
+            for partial in Path(request.plot_folder).glob(f".*.{child.process.pid}.tmp"):  # a plot it was writing
+                partial.unlink(missing_ok=True)
 
 
 def _start(request: PageRequest, warn: Callable[[str], None]) -> _Child | None:
@@ -133,17 +139,19 @@ def _start(request: PageRequest, warn: Callable[[str], None]) -> _Child | None:
                                    stderr=errors, env=env)
         pickle.dump(request, process.stdin)
         process.stdin.close()
-    except OSError as exc:
+        batches: queue.Queue = queue.Queue()
+        reader = threading.Thread(target=_read, args=(process.stdout, batches), name="page-child-reader", daemon=True)
+        reader.start()
+    except (OSError, RuntimeError) as exc:  # no process, no pipe, or no thread to read it
         if process is not None:
             process.kill()
             process.wait()
-            process.stdout.close()
+            for pipe in (process.stdin, process.stdout):
+                with suppress(OSError):
+                    pipe.close()
         errors.close()
         warn(f"pages are drawn in this process: the child that draws them could not start ({_error(exc)})")
         return None
-    batches: queue.Queue = queue.Queue()
-    reader = threading.Thread(target=_read, args=(process.stdout, batches), name="page-child-reader", daemon=True)
-    reader.start()
     return _Child(process, errors, batches, reader)
 
 
@@ -151,8 +159,9 @@ def _stop(child: _Child) -> None:
     if child.process.poll() is None:  # it may still draw pages this process drew itself
         child.process.kill()
     child.process.wait()
-    child.reader.join()  # the child's end closes the stream the reader waits on
-    child.process.stdout.close()
+    child.reader.join(timeout=10)  # the child's end closes the stream the reader waits on
+    if not child.reader.is_alive():  # else a process the child started holds the pipe: leave it to the daemon
+        child.process.stdout.close()
     child.errors.close()
 
 
@@ -178,9 +187,11 @@ def _pages(views: Sequence[ExperimentView], child: _Child | None, cache: PlotCac
 
 def _last_line(child: _Child) -> str:
     """The last line the child wrote to its standard error (its error), or its exit status."""
-    if child.process.poll() is None:
+    try:
+        child.process.wait(timeout=1)  # it may be exiting after its last batch
+    except subprocess.TimeoutExpired:
         child.process.kill()
-    child.process.wait()
+        child.process.wait()
     child.errors.seek(0)
     lines = child.errors.read().decode("utf-8", "replace").strip().splitlines()
     return lines[-1] if lines else f"exit status {child.process.returncode}"
