@@ -68,21 +68,20 @@ def _last_new_units_oracle(looks: pl.DataFrame) -> str | None:
 def test_the_last_look_with_new_units_agrees_with_its_polars_form_on_random_histories():
     rng = random.Random(7)
     for _ in range(300):
-        rows = []
+        rows, assigned_known = [], rng.random() < 0.5  # half the histories count assigned units on every look
         for day in rng.sample(range(1, 29), rng.randint(1, 12)):
-            control = rng.choice([None, rng.randint(0, 50)])  # a look may lack the control's count
-            for arm in range(rng.randint(1, 3)):  # a treatment arm per row, the control repeated on each
-                treatment = rng.choice([None, rng.randint(0, 50)])
-                rows.append(comparison(as_of=dt.date(2026, 9, day), treatment_arm=f"t{arm}", srm_units_control=control,
-                                       srm_units_treatment=treatment, n_control=control, n_treatment=treatment))
+            for arm in range(rng.randint(1, 3)):  # a row per treatment arm; its control count may differ or lack
+                assigned_c, assigned_t, analysed_c, analysed_t = (rng.choice([None, rng.randint(0, 50)]) for _ in range(4))
+                assigned_c = rng.randint(0, 50) if assigned_known else assigned_c
+                rows.append(comparison(as_of=dt.date(2026, 9, day), treatment_arm=f"t{arm}",
+                                       srm_units_control=assigned_c, srm_units_treatment=assigned_t,
+                                       n_control=analysed_c, n_treatment=analysed_t))
         counts = ("srm_units_control", "srm_units_treatment", "n_control", "n_treatment")
         looks = pl.DataFrame(rows).with_columns(pl.col(c).cast(pl.Int64) for c in counts)
-        if looks.get_column("srm_units_control").null_count():  # the rule then counts the analysed units instead
-            looks = looks.with_columns(srm_units_control=pl.lit(None, pl.Int64), srm_units_treatment=pl.lit(None, pl.Int64))
-            expected = _last_new_units_oracle(looks.with_columns(srm_units_control=pl.col("n_control"),
-                                                                 srm_units_treatment=pl.col("n_treatment")))
-        else:
-            expected = _last_new_units_oracle(looks)
+        counted = looks  # a look without the control's assigned count: the rule counts the analysed units instead
+        if looks.get_column("srm_units_control").null_count():
+            counted = looks.with_columns(srm_units_control=pl.col("n_control"), srm_units_treatment=pl.col("n_treatment"))
+        expected = _last_new_units_oracle(counted)
         assert alarms.last_new_units(view(as_of="2026-09-30", looks=looks)) == expected
 
 
