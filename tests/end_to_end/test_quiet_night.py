@@ -3,7 +3,7 @@ the same look as recomputing everything; a newly landed file makes them rebuilt 
 
 import duckdb
 
-from zcl_assets.analysis.look import take_look
+from tests.end_to_end.fresh_look import fresh_look
 from zcl_assets.runner import run_night
 from zcl_assets.simulation.sessions import simulate_sessions
 
@@ -26,7 +26,7 @@ def _stored_differs_from_recomputed(warehouse, as_of):
     """Columns in which the stored look of ``as_of`` differs from one recomputed from scratch."""
     with duckdb.connect(str(warehouse)) as con:
         stored = con.execute(f"SELECT * FROM experiment_analysis WHERE as_of = DATE '{as_of}'").pl()
-        fresh = take_look(con, as_of, fresh=True)
+        fresh = fresh_look(con, as_of)
     assert stored.height == fresh.height > 0
     compared = [c for c in fresh.columns if c != "analysed_at"]
     keys = ["experiment_id", "metric", "treatment_arm"]

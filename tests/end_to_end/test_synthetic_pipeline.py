@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from tests.end_to_end.fresh_look import fresh_look
 from tests.end_to_end.synthetic_world import (
     AS_OF,
     DRIFT_DAY,
@@ -26,7 +27,6 @@ from tests.end_to_end.synthetic_world import (
 )
 from tests.plan_reference import r_reference
 from tests.warehouse_checks import conservation_gaps, run_one_night
-from zcl_assets.analysis.look import take_look
 
 LOOK_END = dt.datetime.fromisoformat(AS_OF).replace(tzinfo=dt.timezone.utc) + dt.timedelta(days=1)
 
@@ -175,7 +175,7 @@ def test_nothing_after_the_look_enters_it(synthetic):
 
 
 def test_the_look_of_one_night_is_that_night_of_the_stored_looks(synthetic):
-    # take_look computes the night asked for alone; the job (take_looks) computed and stored every
+    # fresh_look computes the night asked for alone; the job (take_looks) computed and stored every
     # night, so the stored rows of that night are the independent answer.
     _, con = synthetic
     # the job stores the nights of each experiment before the look too (the world's data
@@ -185,7 +185,7 @@ def test_the_look_of_one_night_is_that_night_of_the_stored_looks(synthetic):
     assert len(spans) == 3
     assert all(n > 10 and first == dt.date(2026, 3, 1) and last == dt.date.fromisoformat(AS_OF)
                for _, n, first, last in spans)
-    fresh = take_look(con, AS_OF, fresh=True)
+    fresh = fresh_look(con, AS_OF)
     assert fresh.get_column("as_of").unique().to_list() == [dt.date.fromisoformat(AS_OF)]
     stored = con.execute("SELECT * FROM experiment_analysis WHERE as_of = ?", [AS_OF]).pl()
     assert fresh.height == stored.height > 0

@@ -154,7 +154,7 @@ def test_the_report_leads_with_the_decision(world):
 
 
 def test_a_rerun_of_the_same_look_is_bit_identical(world):
-    from zcl_assets.analysis.look import take_look
+    from tests.end_to_end.fresh_look import fresh_look
 
     _, _, _, warehouse = world
     frames = []
@@ -162,5 +162,5 @@ def test_a_rerun_of_the_same_look_is_bit_identical(world):
         with duckdb.connect(str(warehouse), read_only=True) as con:
             con.execute("SET TimeZone = 'UTC'")
             con.execute(f"SET threads = {threads}")
-            frames.append(take_look(con, AS_OF, fresh=True))
+            frames.append(fresh_look(con, AS_OF))
     assert frames[0].height > 0 and frames[0].equals(frames[1], null_equal=True)

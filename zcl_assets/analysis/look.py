@@ -29,7 +29,6 @@ from zcl_assets.analysis.metrics import CATALOGUE, metric_spec
 from zcl_assets.analysis.registration import allocation_changes, decode_arms
 from zcl_assets.engine import DUCKDB, Engine
 from zcl_assets.stats.decision import STALLED_AFTER_DAYS
-from zcl_assets.warehouse import transaction
 
 UTC = dt.timezone.utc
 TS = pl.Datetime("us", "UTC")
@@ -221,26 +220,13 @@ def state_frames(con: duckdb.DuckDBPyConnection, as_of: str) -> dict[str, pl.Dat
     return _prepare(con, as_of).frames
 
 
-def refresh_state(con: duckdb.DuckDBPyConnection, as_of: str, fresh: bool = False, engine: Engine = DUCKDB) -> pl.DataFrame:
-    """Update the look's stored state for what changed (``look_state.update_look_state``, its SQL
-    run by ``engine``) and move its cursor at once (no look is written from it); returns the dirty
-    experiments ``experiment_id, from_day``."""
-    update = update_look_state(con, state_frames(con, as_of), fresh=fresh, engine=engine)
-    if not fresh:
-        with transaction(con):
-            update.commit(con)
-    return update.dirty
-
-
-def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = False) -> LookInputs:
+def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str) -> LookInputs:
     """The frames of one pass of looks as of ``as_of`` (see the module docstring), read from
-    the look's stored state (bring it up to date first: :func:`refresh_state`).
+    the look's stored state (bring it up to date first: ``look_state.update_look_state``).
 
     Args:
         con: an open warehouse connection.
         as_of: the night asked for (``YYYY-MM-DD``).
-        only_night: compute the night ``as_of`` alone (the path is still evaluated for rule
-            1); by default every night of every experiment is computed.
     """
     prepared = _prepare(con, as_of)
     registrations, events, arms = prepared.registrations, prepared.events, prepared.arms
@@ -274,8 +260,7 @@ def read_inputs(con: duckdb.DuckDBPyConnection, as_of: str, only_night: bool = F
     ])
     looks = nights(registrations.with_columns(pl.col("registered_at").cast(TS)), events, first, as_of, data_days,
                    new_unit_days(assigned, segments))
-    day = dt.date.fromisoformat(as_of)
-    looks = looks.with_columns((pl.col("as_of") == day if only_night else pl.lit(True)).alias("output"))
+    looks = looks.with_columns(pl.lit(True).alias("output"))  # every night is computed (take_looks chooses)
     return LookInputs(
         comparisons=comps, looks=looks, arm_stats=arm_stats, assigned=assigned,
         segments=segments, shares=shares, arms=arms.select("experiment_id", "arm", "arm_order"), experiments=experiments,
@@ -313,14 +298,6 @@ def take_looks(con: duckdb.DuckDBPyConnection, as_of: str, engine: Engine = DUCK
     output = inputs.looks.drop("output").join(written.with_columns(pl.lit(True).alias("output")), on=keys, how="left")
     look = analyse(inputs._replace(looks=output.with_columns(pl.col("output").fill_null(False))))
     return Pass(look, nights, written, update)
-
-
-def take_look(con: duckdb.DuckDBPyConnection, as_of: str, fresh: bool = False) -> pl.DataFrame:
-    """The look of one night only (the rows of ``as_of``); with ``fresh``, from a state built
-    from scratch on this connection (read-only is fine), whatever is stored."""
-    if fresh:
-        refresh_state(con, as_of, fresh=True)
-    return analyse(read_inputs(con, as_of, only_night=True))
 
 
 def nights_to_write(looks: pl.DataFrame, dirty: pl.DataFrame, as_of: str, everything: bool = False) -> pl.DataFrame:
