@@ -15,7 +15,8 @@ import polars as pl
 from contracts.evaluation import load_evaluation_contracts
 from sql import load_sql
 from tests.analysis.looks import T0, registration
-from zcl_assets.analysis.look import read_inputs, refresh_state
+from tests.fresh_look import refresh_state
+from zcl_assets.analysis.look import read_inputs
 from zcl_assets.analysis.look_state import AGGREGATES
 from zcl_assets.analysis.registration import plan_registrations
 from zcl_assets.analysis.schema import EXPERIMENT_PLANS

@@ -3,7 +3,7 @@ the same look as recomputing everything; a newly landed file makes them rebuilt 
 
 import duckdb
 
-from tests.end_to_end.fresh_look import fresh_look
+from tests.fresh_look import fresh_look
 from zcl_assets.runner import run_night
 from zcl_assets.simulation.sessions import simulate_sessions
 

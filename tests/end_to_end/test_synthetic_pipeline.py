@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tests.end_to_end.fresh_look import fresh_look
 from tests.end_to_end.synthetic_world import (
     AS_OF,
     DRIFT_DAY,
@@ -25,6 +24,7 @@ from tests.end_to_end.synthetic_world import (
     USERS_PER_ARM,
     build_world,
 )
+from tests.fresh_look import fresh_look
 from tests.plan_reference import r_reference
 from tests.warehouse_checks import conservation_gaps, run_one_night
 

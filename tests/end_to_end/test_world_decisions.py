@@ -154,7 +154,7 @@ def test_the_report_leads_with_the_decision(world):
 
 
 def test_a_rerun_of_the_same_look_is_bit_identical(world):
-    from tests.end_to_end.fresh_look import fresh_look
+    from tests.fresh_look import fresh_look
 
     _, _, _, warehouse = world
     frames = []
