@@ -5,9 +5,11 @@ pages to the night's process, with a warning."""
 from __future__ import annotations
 
 import io
+import pickle
 import queue
 import shutil
 import subprocess
+import sys
 from types import SimpleNamespace
 
 import dagster as dg
@@ -54,6 +56,24 @@ def test_pages_drawn_by_the_child_are_the_pages_drawn_here(looked, tmp_path, mon
     assert sorted(f.name for f in (tmp_path / "child").iterdir()) == sorted(f.name for f in (tmp_path / "here").iterdir())
 
 
+def test_the_child_runs_the_nights_code_and_nothing_it_prints_mixes_with_its_pages(looked, tmp_path, monkeypatch):
+    views = _views(looked.warehouse)
+    here, _ = _drawn(PageRequest(str(looked.warehouse), "1GB", None, str(tmp_path / "here")), views, NEVER)
+    # a site hook that prints to standard output at the child's start (as a progress bar could later), on
+    # the import path as a Path (Python accepts it), and a broken copy of the code in the current folder
+    hooks, elsewhere = tmp_path / "hooks", tmp_path / "elsewhere" / "zcl_assets"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text("print('Building font cache')\n")
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "__init__.py").write_text("raise ImportError('a stale copy in the current folder')\n")
+    monkeypatch.setattr(sys, "path", [hooks, *sys.path])
+    monkeypatch.chdir(elsewhere.parent)
+    monkeypatch.setattr(report_pages, "DRAW_WHILE_WAITING", False)
+    monkeypatch.setattr(report_pages, "draw_page", _refuse_to_draw_here)
+    child, warnings = _drawn(PageRequest(str(looked.warehouse), "1GB", None, str(tmp_path / "child")), views, 1)
+    assert warnings == [] and [_fields(p) for p in child] == [_fields(p) for p in here]
+
+
 def test_pages_are_the_same_whichever_process_draws_them_while_the_child_starts(looked, tmp_path):
     views = _views(looked.warehouse)
     here, _ = _drawn(PageRequest(str(looked.warehouse), "1GB", None, str(tmp_path / "here")), views, NEVER)
@@ -91,11 +111,16 @@ def test_this_process_draws_while_the_child_has_sent_nothing_and_takes_each_page
         ("e0", "here"), ("e1", "here"), ("e2", "child"), ("e3", "child"), ("e4", "child"), ("e5", "here"), ("e6", "here")]
 
 
-def test_a_child_that_ends_before_a_page_it_owes_is_named_and_this_process_draws_the_rest(monkeypatch):
+@pytest.mark.parametrize(("end", "why"), [
+    (EOFError("Ran out of input"), "it sent no page of it"),  # it ended, having sent e0 only
+    # it exited normally, but what it wrote was not pages: the error is named, not hidden
+    (pickle.UnpicklingError("invalid load key, 'B'."), "it stopped: UnpicklingError: invalid load key, 'B'.; exit status 0"),
+])
+def test_a_child_that_ends_before_a_page_it_owes_is_named_and_this_process_draws_the_rest(monkeypatch, end, why):
     views = [SimpleNamespace(experiment_id=f"e{i}") for i in range(4)]
     batches = _Unsent()
     batches.put([_page("e0", "child")])
-    batches.put(EOFError("Ran out of input"))  # it ended, having sent e0 only
+    batches.put(end)
     monkeypatch.setattr(report_pages, "draw_page", lambda view, cache: _page(view.experiment_id, "here"))
     process = subprocess.Popen(["true"], stderr=subprocess.DEVNULL)  # a child that exited normally
     process.wait()
@@ -104,7 +129,7 @@ def test_a_child_that_ends_before_a_page_it_owes_is_named_and_this_process_draws
     pages = list(report_pages._pages(views, child, None, warn=warnings.append))
     assert [(p.experiment_id, p.metadata["by"]) for p in pages] == [
         ("e0", "child"), ("e1", "here"), ("e2", "here"), ("e3", "here")]
-    assert warnings == ["pages from e1 on are drawn in this process, not by the child (it sent no page of it)"]
+    assert warnings == [f"pages from e1 on are drawn in this process, not by the child ({why})"]
 
 
 def test_a_child_that_stops_leaves_its_pages_to_this_process(looked, tmp_path, monkeypatch):

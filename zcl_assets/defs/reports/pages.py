@@ -11,8 +11,9 @@ its load of the views, about 3 s), this process draws the pages itself rather th
 (:data:`DRAW_WHILE_WAITING`), and leaves the child's copies of them unread. Below :data:`CHILD_FROM`
 the child's start-up would cost more than it saves, and the pages are drawn here.
 
-The child is a plain ``python -m`` process that reads its request from standard input and
-writes the pages, pickled in batches, to standard output. It is not a ``multiprocessing``
+The child is a plain ``python -P -m`` process that reads its request from standard input and
+writes the pages, pickled in batches, to a pipe of its own (not standard output, where DuckDB's
+progress bar or a site hook could write). It is not a ``multiprocessing``
 spawn, which would import the host's ``__main__`` script again (a user's script that runs a
 night at top level would run it twice). A page the child did not send (it failed, or the two
 loads differ) is drawn here, so every page is recorded exactly once; the warning says why.
@@ -95,6 +96,7 @@ def draw_page(view: ExperimentView, cache: PlotCache) -> Page:
 @dataclass(frozen=True)
 class _Child:
     process: subprocess.Popen
+    pages: IO[bytes]  # the pipe of its pages: a descriptor of its own, so nothing the child prints mixes in
     errors: IO[bytes]  # its standard error, read when it stops early
     batches: queue.Queue  # its batches of pages as they arrive, then what ended them (EOFError at its end)
     reader: threading.Thread  # unpickles the batches into ``batches``, so that this process never waits to look
@@ -132,27 +134,32 @@ def page_source(request: PageRequest, expected: int, child_from: int | None = No
 
 
 def _start(request: PageRequest, warn: Callable[[str], None]) -> _Child | None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # the code this process runs
-    errors, process = tempfile.TemporaryFile(), None
+    errors = process = pages = None
     try:
-        process = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=errors, env=env)
+        errors = tempfile.TemporaryFile()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in sys.path if p)}  # the code this process runs
+        read_end, write_end = os.pipe()
+        pages = os.fdopen(read_end, "rb")
+        try:  # -P: the child imports that code, never a copy in the current folder
+            process = subprocess.Popen([sys.executable, "-P", "-m", __name__, str(write_end)], stdin=subprocess.PIPE,
+                                       stdout=subprocess.DEVNULL, stderr=errors, env=env, pass_fds=(write_end,))
+        finally:
+            os.close(write_end)
         pickle.dump(request, process.stdin)
         process.stdin.close()
         batches: queue.Queue = queue.Queue()
-        reader = threading.Thread(target=_read, args=(process.stdout, batches), name="page-child-reader", daemon=True)
+        reader = threading.Thread(target=_read, args=(pages, batches), name="page-child-reader", daemon=True)
         reader.start()
-    except (OSError, RuntimeError) as exc:  # no process, no pipe, or no thread to read it
+    except Exception as exc:  # noqa: BLE001 - no process, pipe, temp file or thread: the pages are drawn here
         if process is not None:
             process.kill()
             process.wait()
-            for pipe in (process.stdin, process.stdout):
-                with suppress(OSError):
-                    pipe.close()
-        errors.close()
+        for stream in (process.stdin if process else None, pages, errors):
+            with suppress(OSError, AttributeError):
+                stream.close()
         warn(f"pages are drawn in this process: the child that draws them could not start ({_error(exc)})")
         return None
-    return _Child(process, errors, batches, reader)
+    return _Child(process, pages, errors, batches, reader)
 
 
 def _stop(child: _Child) -> None:
@@ -161,7 +168,7 @@ def _stop(child: _Child) -> None:
     child.process.wait()
     child.reader.join(timeout=10)  # the child's end closes the stream the reader waits on
     if not child.reader.is_alive():  # else a process the child started holds the pipe: leave it to the daemon
-        child.process.stdout.close()
+        child.pages.close()
     child.errors.close()
 
 
@@ -176,7 +183,8 @@ def _pages(views: Sequence[ExperimentView], child: _Child | None, cache: PlotCac
                 break
             if isinstance(batch, BaseException):  # whatever stops the child's pages, they are drawn here
                 why = _last_line(child)
-                why = "it sent no page of it" if child.process.returncode == 0 else f"it stopped: {_error(batch)}; {why}"
+                ended = isinstance(batch, EOFError) and child.process.returncode == 0  # else it broke: say how
+                why = "it sent no page of it" if ended else f"it stopped: {_error(batch)}; {why}"
                 warn(f"pages from {view.experiment_id} on are drawn in this process, not by the child ({why})")
                 child = None
             else:
@@ -210,4 +218,5 @@ def serve(request: PageRequest, out) -> None:
 if __name__ == "__main__":  # the child: by the module's own name, so its pages unpickle as this module's Page
     from zcl_assets.defs.reports import pages
 
-    pages.serve(pickle.load(sys.stdin.buffer), sys.stdout.buffer)
+    with os.fdopen(int(sys.argv[1]), "wb") as out:  # the descriptor of its pages, which the night passed
+        pages.serve(pickle.load(sys.stdin.buffer), out)
