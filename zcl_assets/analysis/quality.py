@@ -232,7 +232,8 @@ def rule_one(
 
 def _fired_figures(fired: np.ndarray, values: np.ndarray) -> list[str | None]:
     """The figures of the looks whose signal fired (None elsewhere: no sentence uses them). Wording every
-    look's figure cost 0.5 s a night at 1,000 experiments, for the few that fired."""
+    look's figure cost 256,000 calls a night at 1,000 experiments (1.2 s under the profiler), for the few
+    that fired."""
     out = np.full(fired.shape, None, dtype=object)
     if fired.any():
         out[fired] = figures(values[fired])

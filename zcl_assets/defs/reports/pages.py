@@ -4,7 +4,7 @@ Each page is drawn (plots, metadata, index row) and then recorded as a materiali
 ``experiment_report``. Recording costs Dagster about 17 ms of this process's CPU a page, and
 drawing about 10 ms more, so a night of 1,000 experiments spent 27 s in one core while the
 other idled. From :data:`CHILD_FROM` pages on, a child process
-(``python -m zcl_assets.defs.reports.pages``) loads the same look's views from the warehouse,
+(``python -P -m zcl_assets.defs.reports.pages``) loads the same look's views from the warehouse,
 read-only, and draws them while this process records the pages it has already received: the
 two costs overlap instead of adding up. Until the child's first pages arrive (its imports and
 its load of the views, about 3 s), this process draws the pages itself rather than wait
@@ -155,8 +155,9 @@ def _start(request: PageRequest, warn: Callable[[str], None]) -> _Child | None:
             process.kill()
             process.wait()
         for stream in (process.stdin if process else None, pages, errors):
-            with suppress(OSError, AttributeError):
-                stream.close()
+            if stream is not None:
+                with suppress(OSError):
+                    stream.close()
         warn(f"pages are drawn in this process: the child that draws them could not start ({_error(exc)})")
         return None
     return _Child(process, pages, errors, batches, reader)
