@@ -1,0 +1,162 @@
+"""The instance storage of dagster_home/dagster.yaml: Dagster's SQLite files, connections kept open.
+
+The oracle is Dagster's own SQLite storage (``storage: sqlite``) reading and writing the same
+instance folder: what one writes, the other reads the same.
+"""
+
+import threading
+
+import dagster as dg
+import sqlalchemy
+
+from zcl_assets import instance_storage
+from zcl_assets.instance_storage import Engines, SqliteEventLogStorage, SqliteRunStorage, SqliteScheduleStorage
+
+from .test_instance_config import PROJECT
+
+DAGSTER_OWN = "telemetry:\n  enabled: false\nstorage:\n  sqlite:\n    base_dir:\n      env: DAGSTER_HOME\n"
+
+days = dg.StaticPartitionsDefinition(["2026-01-01", "2026-01-02", "2026-01-03"])
+
+
+@dg.asset(partitions_def=days, check_specs=[dg.AssetCheckSpec("rows_positive", asset="daily")])
+def daily(context: dg.AssetExecutionContext):
+    for page in range(context.op_config if isinstance(context.op_config, int) else 0):
+        context.log_event(dg.AssetMaterialization(asset_key="page", partition=f"p{page}", metadata={"n": page}))
+    yield dg.Output(1, metadata={"rows": len(context.partition_key)})
+    yield dg.AssetCheckResult(check_name="rows_positive", passed=True, metadata={"day": context.partition_key})
+
+
+job = dg.Definitions(assets=[daily], jobs=[dg.define_asset_job("daily_job", selection=[daily])]).resolve_job_def("daily_job")
+
+
+def _home(path, config: str, monkeypatch) -> None:
+    path.mkdir(exist_ok=True)
+    (path / "dagster.yaml").write_text(config)
+    monkeypatch.setenv("DAGSTER_HOME", str(path))
+
+
+def _run(instance: dg.DagsterInstance, day: str, pages: int = 0) -> dg.ExecuteInProcessResult:
+    return job.execute_in_process(instance=instance, partition_key=day, run_config={"ops": {"daily": {"config": pages}}})
+
+
+def _seen(instance: dg.DagsterInstance) -> dict:
+    """What a reader of the instance sees: runs, each day's materialization and check, the page events."""
+    key = dg.AssetKey("daily")
+    materialized = instance.fetch_materializations(key, limit=100).records
+    checks = instance.event_log_storage.get_asset_check_execution_history(dg.AssetCheckKey(key, "rows_positive"), limit=10)
+    pages = instance.fetch_materializations(dg.AssetKey("page"), limit=100).records
+    return {
+        "runs": sorted((r.run_id, r.status.value) for r in instance.get_runs()),
+        "materialized": {m.partition_key: (m.run_id, m.asset_materialization.metadata["rows"].value) for m in materialized},
+        "checks": sorted((c.run_id, c.status.value) for c in checks),
+        "pages": sorted((p.run_id, p.partition_key) for p in pages),
+    }
+
+
+def test_project_config_selects_the_storage_and_reads_what_dagster_wrote(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    _home(home, DAGSTER_OWN, monkeypatch)
+    with dg.DagsterInstance.get() as own:
+        assert type(own.run_storage).__module__.startswith("dagster.")
+        assert _run(own, "2026-01-01", pages=3).success
+        before = _seen(own)
+    (home / "dagster.yaml").write_text((PROJECT / "dagster_home" / "dagster.yaml").read_text())
+    with dg.DagsterInstance.get() as ours:
+        assert (type(ours.run_storage), type(ours.event_log_storage), type(ours.schedule_storage)) == (
+            SqliteRunStorage, SqliteEventLogStorage, SqliteScheduleStorage)
+        assert _seen(ours) == before  # the same files, read the same
+        assert _run(ours, "2026-01-02", pages=2).success
+        after = _seen(ours)
+    assert len(after["runs"]) == 2 and set(after["materialized"]) == {"2026-01-01", "2026-01-02"}
+    assert len(after["pages"]) == 5 and len(after["checks"]) == 2
+    (home / "dagster.yaml").write_text(DAGSTER_OWN)
+    with dg.DagsterInstance.get() as own:
+        assert _seen(own) == after  # and Dagster's own storage reads what this one wrote
+
+
+def test_an_event_reuses_the_engine_of_its_database(tmp_path, monkeypatch):
+    """Engines are made once per database, however many events a run stores (Dagster's own storage
+    makes one per query: about 2 per event)."""
+    made = []
+
+    def counting(*args, **kwargs):
+        made.append(str(args[0]))
+        return sqlalchemy.create_engine(*args, **kwargs)
+
+    monkeypatch.setattr(instance_storage, "create_engine", counting)
+    _home(tmp_path / "home", (PROJECT / "dagster_home" / "dagster.yaml").read_text(), monkeypatch)
+    with dg.DagsterInstance.get() as instance:
+        assert _run(instance, "2026-01-01", pages=2).success
+        few = len(made)
+        assert _run(instance, "2026-01-02", pages=40).success
+        many = len(made) - few
+    # the second run: its own run database only (runs, index and schedules were made by the first)
+    assert many == 1, made[few:]
+    assert few <= 4, made
+
+
+def test_wipe_closes_the_kept_connections_before_deleting_the_run_databases(tmp_path, monkeypatch):
+    _home(tmp_path / "home", (PROJECT / "dagster_home" / "dagster.yaml").read_text(), monkeypatch)
+    with dg.DagsterInstance.get() as instance:
+        first = _run(instance, "2026-01-01", pages=1)
+        instance.wipe()
+        assert instance.get_runs() == [] and instance.get_records_for_run(first.run_id).records == []
+        second = _run(instance, "2026-01-02", pages=1)
+        assert [r.run_id for r in instance.get_runs()] == [second.run_id]
+        assert _seen(instance)["pages"] == [(second.run_id, "p0")]
+
+
+def test_threads_at_once_share_the_run_storage(tmp_path, monkeypatch):
+    """More threads than the one kept connection: each gets a connection, nothing is lost."""
+    _home(tmp_path / "home", (PROJECT / "dagster_home" / "dagster.yaml").read_text(), monkeypatch)
+    with dg.DagsterInstance.get() as instance:
+        errors = []
+
+        def add(i: int) -> None:
+            try:
+                for j in range(5):
+                    instance.create_run_for_job(job, run_id=f"{i:04d}{j:04d}-0000-0000-0000-000000000000", tags={"t": str(i)})
+            except Exception as error:  # noqa: BLE001 - collected for the assertion below
+                errors.append(error)
+
+        threads = [threading.Thread(target=add, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert len(instance.get_runs()) == 40
+
+
+def test_engines_keep_the_most_recently_used_and_close_the_others(tmp_path):
+    engines = Engines(kept=2)
+    a, b = (f"sqlite:///{tmp_path / name}.db" for name in "ab")
+    first_a = engines.get(a)
+    with first_a.connect() as conn:
+        conn.exec_driver_sql("SELECT 1")
+    assert first_a.pool.checkedin() == 1  # the connection is kept open
+    assert engines.get(b) is not first_a and engines.get(a) is first_a  # a is now the most recent
+    engines.get(f"sqlite:///{tmp_path / 'c'}.db")  # b, the least recent, is closed and dropped
+    assert engines.get(a) is first_a and first_a.pool.checkedin() == 1
+    engines.close()
+    assert first_a.pool.checkedin() == 0
+
+
+def test_the_storage_is_in_the_folder_the_instance_is_opened_from(tmp_path, monkeypatch):
+    """As with Dagster's default storage: ``from_config(folder)`` stores in that folder, whatever
+    ``DAGSTER_HOME`` says (unset, or another folder)."""
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    _home(home, (PROJECT / "dagster_home" / "dagster.yaml").read_text(), monkeypatch)
+    for env in (None, str(elsewhere)):
+        if env is None:
+            monkeypatch.delenv("DAGSTER_HOME")
+        else:
+            monkeypatch.setenv("DAGSTER_HOME", env)
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            assert isinstance(instance.event_log_storage, SqliteEventLogStorage)
+            assert _run(instance, "2026-01-03").success
+    assert (home / "history" / "runs.db").exists() and (home / "history" / "runs" / "index.db").exists()
+    assert not elsewhere.exists()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert len(instance.get_runs()) == 2
