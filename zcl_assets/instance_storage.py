@@ -82,38 +82,29 @@ def _transaction(engine: Engine) -> Iterator[Connection]:
         yield conn
 
 
-class SqliteRunStorage(_RunStorage):
+class _OneDatabase:
+    """A storage over one database (``self._conn_string``), its connection kept open."""
+
+    def __init__(self, conn_string: str, inst_data: ConfigurableClassData | None = None):
+        self._engines = Engines(kept=1)
+        super().__init__(conn_string, inst_data)
+
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        with _transaction(self._engines.get(self._conn_string)) as conn:
+            yield conn
+
+    def dispose(self) -> None:
+        super().dispose()
+        self._engines.close()
+
+
+class SqliteRunStorage(_OneDatabase, _RunStorage):
     """Dagster's run storage over ``runs.db``, its connection kept open."""
 
-    def __init__(self, conn_string: str, inst_data: ConfigurableClassData | None = None):  # noqa: D107
-        self._engines = Engines(kept=1)
-        super().__init__(conn_string, inst_data)
 
-    @contextmanager
-    def connect(self) -> Iterator[Connection]:
-        with _transaction(self._engines.get(self._conn_string)) as conn:
-            yield conn
-
-    def dispose(self) -> None:
-        super().dispose()
-        self._engines.close()
-
-
-class SqliteScheduleStorage(_ScheduleStorage):
+class SqliteScheduleStorage(_OneDatabase, _ScheduleStorage):
     """Dagster's schedule and sensor storage over ``schedules.db``, its connection kept open."""
-
-    def __init__(self, conn_string: str, inst_data: ConfigurableClassData | None = None):  # noqa: D107
-        self._engines = Engines(kept=1)
-        super().__init__(conn_string, inst_data)
-
-    @contextmanager
-    def connect(self) -> Iterator[Connection]:
-        with _transaction(self._engines.get(self._conn_string)) as conn:
-            yield conn
-
-    def dispose(self) -> None:
-        super().dispose()
-        self._engines.close()
 
 
 class SqliteEventLogStorage(_EventLogStorage):
