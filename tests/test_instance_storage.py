@@ -4,7 +4,12 @@ The oracle is Dagster's own SQLite storage (``storage: sqlite``) reading and wri
 instance folder: what one writes, the other reads the same.
 """
 
+import os
+import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 
 import dagster as dg
 import sqlalchemy
@@ -130,7 +135,7 @@ def test_threads_at_once_share_the_run_storage(tmp_path, monkeypatch):
 
 
 def test_engines_keep_the_most_recently_used_and_close_the_others(tmp_path):
-    engines = Engines(kept=2)
+    engines = Engines(kept=2, keep_open=True)
     a, b = (f"sqlite:///{tmp_path / name}.db" for name in "ab")
     first_a = engines.get(a)
     with first_a.connect() as conn:
@@ -160,3 +165,62 @@ def test_the_storage_is_in_the_folder_the_instance_is_opened_from(tmp_path, monk
     assert not elsewhere.exists()
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert len(instance.get_runs()) == 2
+
+
+WRITER = """
+import sys, time
+import dagster as dg
+with dg.DagsterInstance.from_config(sys.argv[1]) as instance:
+    run = instance.get_run_by_id(sys.argv[2])
+    for i in range(5):
+        instance.report_engine_event(f"written {i}", run)
+        time.sleep(0.2)
+    time.sleep(2)  # the writer's instance stays open after its events, as a long run's does
+"""
+
+
+def test_a_run_log_followed_live_sees_every_event_another_process_writes(tmp_path, monkeypatch):
+    """The UI follows a running run by watching its database file (``watch_event_logs``), which changes
+    only when the last connection to it closes: a run's database must not keep one open, in the
+    writer or in the reader."""
+    home = tmp_path / "home"
+    _home(home, (PROJECT / "dagster_home" / "dagster.yaml").read_text(), monkeypatch)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        run = instance.create_run_for_job(job)
+        instance.report_engine_event("before the watch", run)
+        assert instance.get_records_for_run(run.run_id).records  # the reader has read the run's database
+        seen = []
+        instance.watch_event_logs(run.run_id, None, lambda event, cursor: seen.append(event.message))
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(home), run.run_id], cwd=PROJECT,
+                                  env={**os.environ, "PYTHONPATH": str(PROJECT)})
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (writer.poll() is None or len(seen) < 5):
+            time.sleep(0.1)
+        writer.wait(timeout=30)
+        instance.end_watch_event_logs(run.run_id, seen.append)
+    assert [m for m in seen if m.startswith("written")] == [f"written {i}" for i in range(5)]
+
+
+def _open_files(folder: Path) -> list[str]:
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(folder)) and ".db" in target:
+            names.append(Path(target).name)
+    return sorted(names)
+
+
+def test_nothing_stays_open_once_instances_are_disposed(tmp_path, monkeypatch):
+    """``DagsterInstance.dispose`` disposes the run and event storages only (not the schedule storage):
+    no database of the folder may stay open after it, however many instances came and went."""
+    home = tmp_path / "home"
+    _home(home, (PROJECT / "dagster_home" / "dagster.yaml").read_text(), monkeypatch)
+    for _ in range(5):
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            instance.all_instigator_state()
+            assert _run(instance, "2026-01-01").success
+            assert "runs.db" in _open_files(home) and "index.db" in _open_files(home)  # kept open while in use
+    assert _open_files(home) == []

@@ -1,18 +1,28 @@
-"""Dagster's SQLite instance storage, with its connections kept open instead of opened per query.
+"""Dagster's SQLite instance storage, with an engine kept per database and the connections to the
+run index kept open.
 
 Dagster's SQLite storages (runs, event logs, schedules) build a new SQLAlchemy engine, and open
-and close a new SQLite connection, for every query. Closing a database's last connection
-checkpoints its write-ahead log, and SQLAlchemy caches compiled statements per engine, so
-storing one event costs a checkpoint and a compilation of its ``INSERT`` statements: 10.4 ms
-an event against 3.8 ms with one engine and one open connection per database
-(``benchmarks/instance_events.py``). A night records one event per experiment page, 1,000 a
-night at 1,000 experiments.
+and close a new SQLite connection, for every query. SQLAlchemy caches compiled statements per
+engine, and closing a database's last connection checkpoints its write-ahead log, so storing one
+event compiled its ``INSERT`` statements again and checkpointed twice: once its run's database,
+once the index of all runs (``history/runs/index.db``, where every asset event is copied). A
+night records one event per experiment page, 1,000 a night at 1,000 experiments.
 
 :class:`SqliteStorage` keeps Dagster's files and layout in the instance folder, its schema, its
-queries, its locks and its transactions: only the engine is kept per database, with a pool of one
-open connection (more are opened and closed when threads ask at once). Its ``wipe`` and
-``dispose`` close the kept connections first. An instance folder written by Dagster's own
-SQLite storage reads the same with it, and the other way round.
+queries, its locks and its transactions. It keeps one engine per database, and one open
+connection to the two databases every event or run writes, ``runs.db`` and ``index.db`` (more
+are opened and closed when threads ask at once). A run's own database and ``schedules.db`` are
+still opened and closed per query, as Dagster does:
+
+- the UI follows a running run's log by watching its database file, which changes only when
+  its last connection closes and checkpoints the write-ahead log into it;
+- ``DagsterInstance.dispose`` does not dispose the schedule storage, so an open connection
+  there would outlive the instance.
+
+``wipe`` and ``dispose`` close the kept connections first. While a process has the instance
+open, the latest runs and events can sit in ``runs.db-wal`` and ``index.db-wal``: a copy of the
+folder must take those files too (or use SQLite's ``.backup``). An instance folder written by
+Dagster's own SQLite storage reads the same with this one, and the other way round.
 
 The project's ``dagster_home/dagster.yaml`` selects it through :class:`ProjectInstance`
 (``instance_class``), so that, as with Dagster's default storage, it stores in the folder the
@@ -41,19 +51,21 @@ from dagster._serdes import ConfigurableClassData
 from dagster._utils import mkdir_p
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.pool import QueuePool
+from sqlalchemy.pool import NullPool, QueuePool
 
 ENGINES_KEPT = 16
-"""Databases whose engine (and open connection) a storage keeps at most, the least recently used
-closed first: the event log has one database per run, and the UI reads many runs."""
+"""Run databases whose engine the event log keeps at most, the least recently used dropped first:
+there is one database per run, and the UI reads many runs."""
 
 
 class Engines:
-    """One engine per connection string, the ``kept`` most recently used; each pools one open
-    connection (``pool_size=1``) and opens more, closed after use, for threads that ask at once."""
+    """One engine per connection string, the ``kept`` most recently used. With ``keep_open``, each
+    keeps one connection open (``pool_size=1``) and opens more, closed after use, for threads
+    that ask at once; without, a connection is opened and closed per use (Dagster's ``NullPool``)."""
 
-    def __init__(self, kept: int = ENGINES_KEPT, **connect_args: object):
+    def __init__(self, kept: int, keep_open: bool, **connect_args: object):
         self._kept = kept
+        self._pool = {"poolclass": QueuePool, "pool_size": 1, "max_overflow": -1} if keep_open else {"poolclass": NullPool}
         self._connect_args = connect_args
         self._engines: OrderedDict[str, Engine] = OrderedDict()
         self._lock = threading.Lock()
@@ -62,8 +74,7 @@ class Engines:
         with self._lock:
             engine = self._engines.pop(conn_string, None)
             if engine is None:
-                engine = create_engine(conn_string, poolclass=QueuePool, pool_size=1, max_overflow=-1,
-                                       connect_args=self._connect_args)
+                engine = create_engine(conn_string, connect_args=self._connect_args, **self._pool)
             self._engines[conn_string] = engine
             while len(self._engines) > self._kept:
                 self._engines.popitem(last=False)[1].dispose()
@@ -83,10 +94,12 @@ def _transaction(engine: Engine) -> Iterator[Connection]:
 
 
 class _OneDatabase:
-    """A storage over one database (``self._conn_string``), its connection kept open."""
+    """A storage over one database (``self._conn_string``) and its engine (:attr:`KEEP_OPEN`: its connection)."""
+
+    KEEP_OPEN = True
 
     def __init__(self, conn_string: str, inst_data: ConfigurableClassData | None = None):
-        self._engines = Engines(kept=1)
+        self._engines = Engines(kept=1, keep_open=self.KEEP_OPEN)
         super().__init__(conn_string, inst_data)
 
     @contextmanager
@@ -104,20 +117,27 @@ class SqliteRunStorage(_OneDatabase, _RunStorage):
 
 
 class SqliteScheduleStorage(_OneDatabase, _ScheduleStorage):
-    """Dagster's schedule and sensor storage over ``schedules.db``, its connection kept open."""
+    """Dagster's schedule and sensor storage over ``schedules.db``, a connection per query (module doc)."""
+
+    KEEP_OPEN = False
 
 
 class SqliteEventLogStorage(_EventLogStorage):
-    """Dagster's event log over one database per run and an index database, their connections kept open."""
+    """Dagster's event log over one database per run (a connection per query, module doc) and the
+    index of all runs (its connection kept open)."""
 
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None):  # noqa: D107
-        self._engines = Engines(timeout=SQLITE_BUSY_TIMEOUT_SECONDS)
+        self._index = Engines(kept=1, keep_open=True, timeout=SQLITE_BUSY_TIMEOUT_SECONDS)
+        self._runs = Engines(kept=ENGINES_KEPT, keep_open=False, timeout=SQLITE_BUSY_TIMEOUT_SECONDS)
         super().__init__(base_dir, inst_data)
+
+    def _engine(self, shard: str) -> Engine:
+        return (self._index if shard == INDEX_SHARD_NAME else self._runs).get(self.conn_string_for_shard(shard))
 
     @contextmanager
     def _connect(self, shard: str) -> Iterator[Connection]:
         with self._db_lock:
-            engine = self._engines.get(self.conn_string_for_shard(shard))
+            engine = self._engine(shard)
             if shard not in self._initialized_dbs:  # a run's database is created on its first event
                 self._initdb(engine)
                 self._initialized_dbs.add(shard)
@@ -125,17 +145,19 @@ class SqliteEventLogStorage(_EventLogStorage):
                 yield conn
 
     def has_table(self, table_name: str) -> bool:
-        engine = self._engines.get(self.conn_string_for_shard(INDEX_SHARD_NAME))
+        engine = self._engine(INDEX_SHARD_NAME)
         with engine.connect() as conn:
             return bool(engine.dialect.has_table(conn, table_name))
 
     def wipe(self) -> None:
-        self._engines.close()  # before the run databases are deleted under their connections
+        self._index.close()  # before the databases are deleted or emptied under their connections
+        self._runs.close()
         super().wipe()
 
     def dispose(self) -> None:
         super().dispose()
-        self._engines.close()
+        self._index.close()
+        self._runs.close()
 
 
 class SqliteStorage(_Storage):
