@@ -1,4 +1,4 @@
-"""The instance storage of dagster_home/dagster.yaml: Dagster's SQLite files, connections kept open.
+"""The instance storage of dagster_home/dagster.yaml: Dagster's SQLite files, engines kept, the run index kept open.
 
 The oracle is Dagster's own SQLite storage (``storage: sqlite``) reading and writing the same
 instance folder: what one writes, the other reads the same.
