@@ -19,6 +19,7 @@ from zcl_assets.instance_storage import Engines, SqliteEventLogStorage, SqliteRu
 
 from .test_instance_config import PROJECT
 
+PROJECT_CONFIG = (PROJECT / "dagster_home" / "dagster.yaml").read_text()
 DAGSTER_OWN = "telemetry:\n  enabled: false\nstorage:\n  sqlite:\n    base_dir:\n      env: DAGSTER_HOME\n"
 
 days = dg.StaticPartitionsDefinition(["2026-01-01", "2026-01-02", "2026-01-03"])
@@ -66,7 +67,7 @@ def test_project_config_selects_the_storage_and_reads_what_dagster_wrote(tmp_pat
         assert type(own.run_storage).__module__.startswith("dagster.")
         assert _run(own, "2026-01-01", pages=3).success
         before = _seen(own)
-    (home / "dagster.yaml").write_text((PROJECT / "dagster_home" / "dagster.yaml").read_text())
+    (home / "dagster.yaml").write_text(PROJECT_CONFIG)
     with dg.DagsterInstance.get() as ours:
         assert (type(ours.run_storage), type(ours.event_log_storage), type(ours.schedule_storage)) == (
             SqliteRunStorage, SqliteEventLogStorage, SqliteScheduleStorage)
@@ -90,7 +91,7 @@ def test_an_event_reuses_the_engine_of_its_database(tmp_path, monkeypatch):
         return sqlalchemy.create_engine(*args, **kwargs)
 
     monkeypatch.setattr(instance_storage, "create_engine", counting)
-    _home(tmp_path / "home", (PROJECT / "dagster_home" / "dagster.yaml").read_text(), monkeypatch)
+    _home(tmp_path / "home", PROJECT_CONFIG, monkeypatch)
     with dg.DagsterInstance.get() as instance:
         assert _run(instance, "2026-01-01", pages=2).success
         few = len(made)
@@ -102,7 +103,7 @@ def test_an_event_reuses_the_engine_of_its_database(tmp_path, monkeypatch):
 
 
 def test_wipe_closes_the_kept_connections_before_deleting_the_run_databases(tmp_path, monkeypatch):
-    _home(tmp_path / "home", (PROJECT / "dagster_home" / "dagster.yaml").read_text(), monkeypatch)
+    _home(tmp_path / "home", PROJECT_CONFIG, monkeypatch)
     with dg.DagsterInstance.get() as instance:
         first = _run(instance, "2026-01-01", pages=1)
         instance.wipe()
@@ -114,7 +115,7 @@ def test_wipe_closes_the_kept_connections_before_deleting_the_run_databases(tmp_
 
 def test_threads_at_once_share_the_run_storage(tmp_path, monkeypatch):
     """More threads than the one kept connection: each gets a connection, nothing is lost."""
-    _home(tmp_path / "home", (PROJECT / "dagster_home" / "dagster.yaml").read_text(), monkeypatch)
+    _home(tmp_path / "home", PROJECT_CONFIG, monkeypatch)
     with dg.DagsterInstance.get() as instance:
         errors = []
 
@@ -152,7 +153,7 @@ def test_the_storage_is_in_the_folder_the_instance_is_opened_from(tmp_path, monk
     """As with Dagster's default storage: ``from_config(folder)`` stores in that folder, whatever
     ``DAGSTER_HOME`` says (unset, or another folder)."""
     home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
-    _home(home, (PROJECT / "dagster_home" / "dagster.yaml").read_text(), monkeypatch)
+    _home(home, PROJECT_CONFIG, monkeypatch)
     for env in (None, str(elsewhere)):
         if env is None:
             monkeypatch.delenv("DAGSTER_HOME")
@@ -184,7 +185,7 @@ def test_a_run_log_followed_live_sees_every_event_another_process_writes(tmp_pat
     only when the last connection to it closes: a run's database must not keep one open, in the
     writer or in the reader."""
     home = tmp_path / "home"
-    _home(home, (PROJECT / "dagster_home" / "dagster.yaml").read_text(), monkeypatch)
+    _home(home, PROJECT_CONFIG, monkeypatch)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         run = instance.create_run_for_job(job)
         instance.report_engine_event("before the watch", run)
@@ -217,7 +218,7 @@ def test_nothing_stays_open_once_instances_are_disposed(tmp_path, monkeypatch):
     """``DagsterInstance.dispose`` disposes the run and event storages only (not the schedule storage):
     no database of the folder may stay open after it, however many instances came and went."""
     home = tmp_path / "home"
-    _home(home, (PROJECT / "dagster_home" / "dagster.yaml").read_text(), monkeypatch)
+    _home(home, PROJECT_CONFIG, monkeypatch)
     for _ in range(5):
         with dg.DagsterInstance.from_config(str(home)) as instance:
             instance.all_instigator_state()
