@@ -55,3 +55,20 @@ def test_pruning_keeps_what_some_consumer_has_not_read():
     # one rebuild in full when they first run, so they hold nothing back)
     assert changelog.prune(con) == 1
     assert con.execute("SELECT count(*) FROM internal.change_log").fetchone()[0] == 0
+
+
+def _logged(con):
+    return con.execute("SELECT count(*) FROM internal.change_log").fetchone()[0]
+
+
+def test_the_first_load_logs_nothing_no_consumer_would_read():
+    con = _con()
+    _record(con, "staged_sessions", "s1")  # no consumer has a cursor: each rebuilds in full
+    assert _logged(con) == 0
+    assert changelog.changes_since(con, "loop_health", "v1").full
+    changelog.advance(con, "experience", "v1", changelog.changes_since(con, "experience", "v1"))
+    _record(con, "staged_outcomes", "s2")  # experience does not read staged_outcomes
+    assert _logged(con) == 0
+    _record(con, "staged_sessions", "s3")  # experience reads it; loop_health, without a cursor, will not
+    assert _logged(con) == 1
+    assert _sessions(con, changelog.changes_since(con, "experience", "v1")) == ["s3"]

@@ -2,7 +2,8 @@
 
 Every pass that changes a table (staging a day, rebuilding the verification records of some
 sessions, ...) appends the keys of the rows it wrote or removed to ``internal.change_log``
-under one new sequence number. A table derived from it (a *consumer*) keeps a cursor in
+under one new sequence number (nothing while none of its consumers has a cursor yet, as on a
+first load: they all rebuild in full). A table derived from it (a *consumer*) keeps a cursor in
 ``internal.change_cursors``: the last sequence number it has read and the fingerprint of the
 code that built it. A consumer whose cursor is missing, or was written by other code, rebuilds
 in full; otherwise it reads the rows after its cursor and rebuilds what their keys touch, then
@@ -61,14 +62,27 @@ def record(con: duckdb.DuckDBPyConnection, source: str, select_sql: str, params:
     """Append the keys selected by ``select_sql`` (columns ``experiment_id, session_id, day``) for ``source``.
 
     Call inside the transaction that changes ``source``. Returns the sequence number used.
+
+    Nothing is appended while no consumer of ``source`` has a cursor (the first load): each of
+    them rebuilds in full when it runs, which reads no change, so the rows would never be read.
     """
     seq = next_seq(con)
+    if not _has_reader(con, source):
+        return seq
     con.execute(
         f"INSERT INTO internal.change_log SELECT DISTINCT CAST($seq AS BIGINT), CAST($source AS VARCHAR), "
         f"CAST(experiment_id AS VARCHAR), CAST(session_id AS VARCHAR), CAST(day AS DATE) FROM ({select_sql})",
         {**(params or {}), "seq": seq, "source": source},
     )
     return seq
+
+
+def _has_reader(con: duckdb.DuckDBPyConnection, source: str) -> bool:
+    """Whether some consumer of ``source`` has a cursor, so would read its changes."""
+    readers = [consumer for consumer, sources in CONSUMERS.items() if source in sources]
+    return bool(con.execute(
+        "SELECT count(*) FROM internal.change_cursors WHERE list_contains($readers, consumer)", {"readers": readers}
+    ).fetchone()[0])
 
 
 def changes_since(con: duckdb.DuckDBPyConnection, consumer: str, fingerprint: str) -> Changes:
