@@ -193,8 +193,8 @@ def _key_columns(table: str) -> str:
 
 
 def _subject(con: duckdb.DuckDBPyConnection, table: str, changes: changelog.Changes | None) -> None:
-    """Temp tables ``recheck`` (the staged and held rows of other days a change can affect, each
-    with whether it is held) and ``subject`` (the candidates that passed, and those rows)."""
+    """Temp table ``recheck`` (the staged and held rows of other days a change can affect, each
+    with whether it is held) and temp view ``subject`` (the candidates that passed, and those rows)."""
     contract = CONTRACTS[table]
     fields = ", ".join(quote_identifier(f) for f in contract.field_names)
     lineage = ", ".join(_LINEAGE)
@@ -225,8 +225,10 @@ def _subject(con: duckdb.DuckDBPyConnection, table: str, changes: changelog.Chan
     for lookup in found[1:]:
         con.execute(f"INSERT INTO found {lookup}")
     con.execute(f"CREATE OR REPLACE TEMP TABLE recheck AS SELECT * FROM found QUALIFY row_number() OVER (PARTITION BY {lineage}) = 1")
+    # a view: on a first load every landed row is a candidate, and a copy of them all cost
+    # more than the filter each read of the subject repeats
     con.execute(
-        f"CREATE OR REPLACE TEMP TABLE subject AS SELECT {lineage}, {fields} FROM candidates WHERE __rule IS NULL "
+        f"CREATE OR REPLACE TEMP VIEW subject AS SELECT {lineage}, {fields} FROM candidates WHERE __rule IS NULL "
         f"UNION ALL SELECT {lineage}, {fields} FROM recheck"
     )
 
