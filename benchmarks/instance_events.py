@@ -2,7 +2,8 @@
 
 A night records one materialization per experiment page (1,000 a night at 1,000 experiments).
 Each round runs, in a fresh process per instance, one asset step that records ``--events``
-page materializations (a partition each, three small metadata entries), after a first run
+page materializations (a partition each, three small metadata entries and, with
+``--table-rows N``, a table of N rows of six columns as a page's interval tables are), after a first run
 that creates the instance's storage, and prints the milliseconds per event (wall and CPU) of
 the measured run:
 
@@ -30,7 +31,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 DAGSTER_OWN = "telemetry:\n  enabled: false\nstorage:\n  sqlite:\n    base_dir:\n      env: DAGSTER_HOME\n"
 
 
-def measure(home: Path, events: int) -> dict:
+def measure(home: Path, events: int, table_rows: int = 0) -> dict:
     """Child process: the seconds of one run recording ``events`` page materializations on the instance at ``home``."""
     import os
 
@@ -43,11 +44,16 @@ def measure(home: Path, events: int) -> dict:
     def page():
         return None
 
+    columns = ["metric", "arm", "n", "estimate", "low", "high"]
+    schema = dg.TableSchema(columns=[dg.TableColumn(c, "string", description=f"the {c}") for c in columns])
+    rows = [dg.TableRecord({c: f"{c} {r}" for c in columns}) for r in range(table_rows)]
+    table = {"intervals": dg.MetadataValue.table(rows, schema=schema)} if table_rows else {}
+
     @dg.asset
     def report(context):
         for e in range(events):
             context.log_event(dg.AssetMaterialization(asset_key="page", partition=f"e{e}",
-                                                      metadata={"decision": "continue", "look": e, "lift": 0.5}))
+                                                      metadata={"decision": "continue", "look": e, "lift": 0.5, **table}))
 
     job = dg.Definitions(assets=[page, report], jobs=[dg.define_asset_job("night", selection=[report])]).resolve_job_def("night")
     quiet = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
@@ -60,11 +66,12 @@ def measure(home: Path, events: int) -> dict:
                 "storage": type(instance.event_log_storage).__module__}
 
 
-def _round(kind: str, events: int, workdir: Path) -> dict:
+def _round(kind: str, events: int, table_rows: int, workdir: Path) -> dict:
     home = Path(tempfile.mkdtemp(dir=workdir))
     config = DAGSTER_OWN if kind == "dagster" else (PROJECT / "dagster_home" / "dagster.yaml").read_text()
     (home / "dagster.yaml").write_text(config)
-    out = subprocess.run([sys.executable, __file__, "--child", str(home), "--events", str(events)],
+    out = subprocess.run([sys.executable, __file__, "--child", str(home), "--events", str(events),
+                          "--table-rows", str(table_rows)],
                          capture_output=True, text=True, check=True, cwd=PROJECT)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -73,18 +80,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--table-rows", type=int, default=0)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child, args.events)))
+        print(json.dumps(measure(args.child, args.events, args.table_rows)))
         return
     with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
         results: dict[str, list[dict]] = {"dagster": [], "project": []}
         for _ in range(args.rounds):
             for kind in results:
-                results[kind].append(_round(kind, args.events, Path(workdir)))
-    print(f"{args.events} events per run, {args.rounds} rounds alternating")
+                results[kind].append(_round(kind, args.events, args.table_rows, Path(workdir)))
+    print(f"{args.events} events per run, table of {args.table_rows} rows, {args.rounds} rounds alternating")
     for kind, runs in results.items():
         walls = ", ".join(f"{r['wall_ms']:.2f}" for r in runs)
         print(f"{kind:8s} {runs[0]['storage']:55s} ms/event {walls} (median {statistics.median(r['wall_ms'] for r in runs):.2f}), "

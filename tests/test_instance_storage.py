@@ -5,6 +5,7 @@ instance folder: what one writes, the other reads the same.
 """
 
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -13,9 +14,18 @@ from pathlib import Path
 
 import dagster as dg
 import sqlalchemy
+from dagster._core.event_api import EventLogRecord
+from dagster._core.storage.event_log import sql_event_log
+from dagster._serdes import serialize_value
 
 from zcl_assets import instance_storage
-from zcl_assets.instance_storage import Engines, SqliteEventLogStorage, SqliteRunStorage, SqliteScheduleStorage
+from zcl_assets.instance_storage import (
+    Engines,
+    SqliteEventLogStorage,
+    SqliteRunStorage,
+    SqliteScheduleStorage,
+    event_record_json,
+)
 
 from .test_instance_config import PROJECT
 
@@ -100,6 +110,29 @@ def test_an_event_reuses_the_engine_of_its_database(tmp_path, monkeypatch):
     # the second run: its own run database only (runs, index and schedules were made by the first)
     assert many == 1, made[few:]
     assert few <= 4, made
+
+
+def test_an_assets_index_entry_is_what_dagster_serializes(tmp_path, monkeypatch):
+    # the oracle: Dagster's serialize_value of the latest materialization record of each asset,
+    # against the text the project's storage wrote into the index without serializing twice
+    _home(tmp_path, PROJECT_CONFIG, monkeypatch)
+    records = []  # what Dagster's event log serializes as a record: nothing, the entry's text is reused
+    monkeypatch.setattr(sql_event_log, "serialize_value", lambda value, **kw: records.append(type(value).__name__)
+                        or serialize_value(value, **kw))
+    table = dg.MetadataValue.table([dg.TableRecord({"arm": "b", "n": 3})], schema=dg.TableSchema(
+        columns=[dg.TableColumn("arm", "string", description="the arm"), dg.TableColumn("n", "int")]))
+    with dg.DagsterInstance.get() as instance:
+        assert _run(instance, "2026-01-01", pages=2).success
+        instance.report_runless_asset_event(dg.AssetMaterialization("page", partition="p9", metadata={"t": table}))
+        for name in ("daily", "page"):
+            latest = instance.fetch_materializations(dg.AssetKey(name), limit=1).records[0]
+            with sqlite3.connect(tmp_path / "history" / "runs" / "index.db") as db:
+                (stored,) = db.execute("SELECT last_materialization FROM asset_keys WHERE asset_key = ?",
+                                       [dg.AssetKey(name).to_string()]).fetchone()
+            assert stored == serialize_value(latest)
+    assert "EventLogEntry" in records and "EventLogRecord" not in records
+    event = latest.event_log_entry
+    assert event_record_json(serialize_value(event), 41) == serialize_value(EventLogRecord(storage_id=41, event_log_entry=event))
 
 
 def test_wipe_closes_the_kept_connections_before_deleting_the_run_databases(tmp_path, monkeypatch):

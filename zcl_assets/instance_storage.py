@@ -19,6 +19,11 @@ still opened and closed per query, as Dagster does:
 - ``DagsterInstance.dispose`` does not dispose the schedule storage, so an open connection
   there would outlive the instance.
 
+An asset materialization is written twice: into the run's log and, as the asset's latest, into
+the index's entry of its asset, where Dagster serializes the whole event again (its metadata, a
+page's tables and plots, is most of an event's cost). The entry is built around the text just
+written to the log instead, the same text Dagster would write.
+
 ``wipe`` and ``dispose`` close the kept connections first. While a process has the instance
 open, the latest runs and events can sit in ``runs.db-wal`` and ``index.db-wal``: a copy of the
 folder must take those files too (or use SQLite's ``.backup``). An instance folder written by
@@ -35,9 +40,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import yaml
 from dagster import DagsterInstance
+from dagster._core.events.log import EventLogEntry
 from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.base_storage import DagsterStorage
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME
@@ -48,6 +55,7 @@ from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from dagster._core.storage.sqlite_storage import DagsterSqliteStorage as _Storage
 from dagster._core.storage.sqlite_storage import _event_logs_directory, _runs_directory, _schedule_directory
 from dagster._serdes import ConfigurableClassData
+from dagster._time import datetime_from_timestamp
 from dagster._utils import mkdir_p
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
@@ -129,6 +137,7 @@ class SqliteEventLogStorage(_EventLogStorage):
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None):  # noqa: D107
         self._index = Engines(kept=1, keep_open=True, timeout=SQLITE_BUSY_TIMEOUT_SECONDS)
         self._runs = Engines(kept=ENGINES_KEPT, keep_open=False, timeout=SQLITE_BUSY_TIMEOUT_SECONDS)
+        self._serialized: tuple[EventLogEntry | None, str] = (None, "")  # the last event serialized, and its text
         super().__init__(base_dir, inst_data)
 
     def _engine(self, shard: str) -> Engine:
@@ -144,6 +153,24 @@ class SqliteEventLogStorage(_EventLogStorage):
             with _transaction(engine) as conn:
                 yield conn
 
+    def _event_to_row(self, event: EventLogEntry) -> dict[str, Any]:
+        row = super()._event_to_row(event)
+        self._serialized = (event, row["event"])
+        return row
+
+    def _get_asset_entry_values(self, event: EventLogEntry, event_id: int, has_asset_key_index_cols: bool) -> dict[str, Any]:
+        """Dagster's values of an asset's index entry, whose ``last_materialization`` (the event
+        as an ``EventLogRecord``) is built around the event's text just written to the log instead
+        of serializing the event a second time; another event (a batch, or another thread's) is
+        serialized by Dagster."""
+        last, text = self._serialized
+        if event is not last or not event.get_dagster_event().is_step_materialization:
+            return super()._get_asset_entry_values(event, event_id, has_asset_key_index_cols)
+        values: dict[str, Any] = {"last_materialization": event_record_json(text, event_id), "last_run_id": event.run_id}
+        if has_asset_key_index_cols:
+            values["last_materialization_timestamp"] = datetime_from_timestamp(event.timestamp)
+        return values
+
     def has_table(self, table_name: str) -> bool:
         engine = self._engine(INDEX_SHARD_NAME)
         with engine.connect() as conn:
@@ -158,6 +185,12 @@ class SqliteEventLogStorage(_EventLogStorage):
         super().dispose()
         self._index.close()
         self._runs.close()
+
+
+def event_record_json(event_json: str, storage_id: int) -> str:
+    """Dagster's serialization of ``EventLogRecord(storage_id, event_log_entry)``, given the
+    serialization of the entry (Dagster writes the record's fields in this order)."""
+    return f'{{"__class__": "EventLogRecord", "event_log_entry": {event_json}, "storage_id": {int(storage_id)}}}'
 
 
 class SqliteStorage(_Storage):
