@@ -1,0 +1,38 @@
+"""A night's append is checkpointed without rewriting the row groups already stored."""
+
+from __future__ import annotations
+
+from resources import Warehouse
+
+ROW_GROUP = 122_880  # DuckDB's rows per row group
+
+
+def _stored_row_groups(con) -> dict[int, tuple[int, tuple[int, ...]]]:
+    """Each stored row group of ``facts``: its row count and the blocks holding it."""
+    rows = con.execute(
+        "SELECT row_group_id, any_value(count), list(DISTINCT block_id ORDER BY block_id) "
+        "FROM pragma_storage_info('facts') GROUP BY ALL"
+    ).fetchall()
+    return {group: (count, tuple(blocks)) for group, count, blocks in rows}
+
+
+def test_an_append_leaves_the_stored_row_groups_as_they_were(tmp_path):
+    warehouse = Warehouse(path=str(tmp_path / "warehouse.duckdb"))
+    with warehouse.connect() as con:  # one full row group and a partial one, as a first load leaves
+        con.execute(f"CREATE TABLE facts AS SELECT i, md5(CAST(i AS VARCHAR)) AS s FROM range({ROW_GROUP + 20_000}) r(i)")
+    with warehouse.connect(read_only=True) as con:
+        before = _stored_row_groups(con)
+    assert sorted(count for count, _ in before.values()) == [20_000, ROW_GROUP]
+
+    # A night appends two row groups and a bit. DuckDB's vacuum would merge the partial row
+    # group with the new ones (20,000 + 2 x 122,880 + 50,000 rows fit in three row groups, not
+    # four) and so rewrite and recompress all of them at the checkpoint of the close.
+    with warehouse.connect() as con:
+        con.execute(f"INSERT INTO facts SELECT i, md5(CAST(i AS VARCHAR)) FROM range({2 * ROW_GROUP + 50_000}) r(i)")
+    with warehouse.connect(read_only=True) as con:
+        after = _stored_row_groups(con)
+        assert con.execute("SELECT count(*), count(DISTINCT i) FROM facts").fetchone() == (
+            3 * ROW_GROUP + 70_000, 2 * ROW_GROUP + 50_000)
+
+    assert {group: after[group] for group in before} == before
+    assert sum(count for count, _ in after.values()) == 3 * ROW_GROUP + 70_000
