@@ -8,10 +8,11 @@ ROW_GROUP = 122_880  # DuckDB's rows per row group
 
 
 def _stored_row_groups(con) -> dict[int, tuple[int, tuple[int, ...]]]:
-    """Each stored row group of ``facts``: its row count and the blocks holding it."""
+    """Each stored row group of ``facts``: its rows (those of its first column's segments, not of
+    their validity masks) and the blocks holding it."""
     rows = con.execute(
-        "SELECT row_group_id, any_value(count), list(DISTINCT block_id ORDER BY block_id) "
-        "FROM pragma_storage_info('facts') GROUP BY ALL"
+        "SELECT row_group_id, sum(count) FILTER (WHERE column_path = '[0]'), "
+        "list(DISTINCT block_id ORDER BY block_id) FROM pragma_storage_info('facts') GROUP BY ALL"
     ).fetchall()
     return {group: (count, tuple(blocks)) for group, count, blocks in rows}
 
