@@ -80,3 +80,27 @@ def test_a_run_for_an_earlier_night_keeps_the_later_looks(pipeline_paths, instan
     assert str(nights[-1]) == "2026-10-12"  # the nights after 2026-10-05 are still there
     assert len(after) == len(before) and after == before  # and, with the same data, unchanged
     assert cited_but_gone() == 0
+
+
+def test_a_quiet_night_records_a_stray_file_that_appeared_and_forgets_it_once_gone(pipeline_paths, instance):
+    landing, warehouse = pipeline_paths
+    simulate_sessions(landing, seed=8, start="2026-10-01", days=3, inject_dirty=False)
+    (first,) = run_night(instance, "2026-10-04")
+    assert first.success
+
+    def recorded():
+        with duckdb.connect(str(warehouse), read_only=True) as con:
+            return con.execute("SELECT source_file, rule FROM quarantine WHERE stage = 'landing'").fetchall()
+
+    def ran_inventory(result):
+        return any(e.asset_key.path[-1] == "landing_inventory" for e in result.get_asset_materialization_events())
+
+    (quiet,) = run_night(instance, "2026-10-05")  # nothing new: the inventory has nothing to record
+    assert quiet.success and not ran_inventory(quiet) and recorded() == []
+    (landing / "notes.txt").write_text("not data\n", encoding="utf-8")  # a file no load reads
+    (noticed,) = run_night(instance, "2026-10-06")
+    assert noticed.success and ran_inventory(noticed)
+    assert recorded() == [("notes.txt", "unknown_table")]
+    (landing / "notes.txt").unlink()
+    (gone,) = run_night(instance, "2026-10-07")
+    assert gone.success and ran_inventory(gone) and recorded() == []

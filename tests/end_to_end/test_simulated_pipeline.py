@@ -117,16 +117,27 @@ def test_a_quiet_night_leaves_out_what_has_nothing_to_read_and_what_reads_it_run
     from zcl_assets.defs.nightly import idle_assets
     from zcl_assets.warehouse import DuckDBWarehouse
 
-    _, warehouse, _ = simulated
+    _, warehouse, landing = simulated
     # Experience Gain is never left out: its claims follow the decisions of tonight's look.
-    derived = {dg.AssetKey(k) for k in ("verification_records", "experience", "loop_health")}
+    derived = {dg.AssetKey(k) for k in ("verification_records", "experience", "loop_health", "admission_states",
+                                         "funnel_stage_counts", "information_yield", "exploration_share")}
     # After the night every consumer's cursor is at the end of the change log, under the code's fingerprints.
     assert idle_assets(DuckDBWarehouse(path=str(warehouse))) == derived
+    # the landing inventory is left out while the landing's stray files are those it recorded (none here)
+    strays = build_resources(landing_dir=str(landing))["landing"].stray_files()
+    assert strays == []
+    assert idle_assets(DuckDBWarehouse(path=str(warehouse)), strays) == derived | {dg.AssetKey("landing_inventory")}
+    stray = [("", "notes.txt", "unknown_table", "not a table folder")]
+    assert idle_assets(DuckDBWarehouse(path=str(warehouse)), stray) == derived
     copy = tmp_path / "warehouse.duckdb"
     shutil.copy(warehouse, copy)
     with duckdb.connect(str(copy)) as con:  # as after a change of the experience's rules (a new fingerprint)
         con.execute("UPDATE internal.change_cursors SET fingerprint = 'older rules' WHERE consumer = 'experience'")
-    # experience rebuilds; loop health reads sessions and verification records only.
+    # experience rebuilds; loop health and the funnel read sessions, verification records and the ledger only.
+    assert idle_assets(DuckDBWarehouse(path=str(copy))) == derived - {dg.AssetKey("experience")}
+    with duckdb.connect(str(copy)) as con:  # as after a change of the packaged budgets (other caps, other ranges)
+        con.execute("UPDATE internal.change_cursors SET fingerprint = 'other budgets' "
+                    "WHERE consumer IN ('funnel', 'exploration_share')")
     assert idle_assets(DuckDBWarehouse(path=str(copy))) == {dg.AssetKey(k) for k in ("verification_records", "loop_health")}
     with duckdb.connect(str(copy)) as con:  # as after a night killed between staging an outcome and its records
         con.execute("INSERT INTO internal.change_log SELECT nextval('internal.change_seq'), 'staged_outcomes', NULL, "

@@ -91,3 +91,20 @@ def test_the_attempt_cap_is_its_own_not_the_launch_cap(tmp_path):
                        "GROUP BY ALL ORDER BY 1").fetchall()
     # o1 takes the default attempt cap 5 (not the default launch cap 2); o2 its own 1 (not its launch cap 3)
     assert rows == [("o1", 5, 5), ("o2", 1, 1)]
+
+
+def test_a_new_default_cap_alone_replays_the_ledger(tmp_path):
+    from zcl_assets.funnel.build import funnel_pending
+
+    budgets_file = tmp_path / "budgets.yaml"
+    budgets_file.write_text("defaults:\n  launch_cap_per_day: 4\n", encoding="utf-8")
+    con = ledger(_launched("a", 100) + _launched("b", 110))
+    build_funnel(con, load_budgets(budgets_file))
+    assert not funnel_pending(con, load_budgets(budgets_file))  # built, nothing new
+    assert con.execute("SELECT count(*) FILTER (WHERE within_launch_cap) FROM admission_states").fetchone()[0] == 2
+    # o1 has no entry of its own: its cap is the default, a parameter of the SQL, not a row of the caps table
+    budgets_file.write_text("defaults:\n  launch_cap_per_day: 1\n", encoding="utf-8")
+    assert funnel_pending(con, load_budgets(budgets_file))
+    build_funnel(con, load_budgets(budgets_file))
+    rows = con.execute("SELECT admission_id, launch_cap, within_launch_cap FROM admission_states ORDER BY 1").fetchall()
+    assert rows == [("a", 1, True), ("b", 1, False)]

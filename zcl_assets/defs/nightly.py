@@ -14,6 +14,7 @@ read are left out (:func:`idle_assets`).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -27,7 +28,7 @@ from resources import LandingStore, Warehouse
 from zcl_assets.defs.ingest.partitions import landing_days
 from zcl_assets.ingest.changelog import CONSUMERS
 from zcl_assets.ingest.changes import LOCK_WAIT_S, changed_tables, tables_to_stage
-from zcl_assets.warehouse import DuckDBWarehouse
+from zcl_assets.warehouse import DuckDBWarehouse, has_table
 
 INGEST = dg.AssetSelection.groups("landing", "staging") - dg.AssetSelection.assets("landing_inventory")
 ANALYSIS = dg.AssetSelection.groups("experience", "analysis", "funnel") | dg.AssetSelection.assets(
@@ -94,28 +95,21 @@ def plan_night(landing: LandingStore, warehouse: Warehouse, as_of: str, known_da
             tags={ASSET_PARTITION_RANGE_START_TAG: group[0], ASSET_PARTITION_RANGE_END_TAG: group[-1]},
         ))
     if not ranges:
-        idle = idle_assets(warehouse.core)
+        idle = idle_assets(warehouse.core, landing.stray_files())
         requests.append(dg.RunRequest(job_name="nightly_job", run_key=f"night:{as_of}", run_config=look_config(as_of),
                                       asset_selection=[k for k in _analysis_keys() if k not in idle]))
     return NightPlan(requests, new_days)
 
 
-def idle_assets(warehouse: DuckDBWarehouse) -> set[dg.AssetKey]:
+def idle_assets(warehouse: DuckDBWarehouse, strays: list[tuple[str, str, str, str]] | None = None) -> set[dg.AssetKey]:
     """The derived assets a night with nothing newly landed can leave out: those whose change-log
-    consumer has nothing to read (its own build asks the same question) and that read no asset
-    that will run. Empty when the warehouse cannot be read (then everything runs)."""
-    from zcl_assets.experience.build import experience_pending, verification_records_pending
-    from zcl_assets.experience.days import experience_days_pending
-    from zcl_assets.experience_gain.build import loop_health_pending
-
-    contracts = load_evaluation_contracts()
-    pending = {  # consumer: (its asset keys, whether its build would change anything), in build order
-        "verification_records": (["verification_records"], lambda con: verification_records_pending(con, contracts)),
-        "experience": (["experience"], lambda con: experience_pending(con, contracts) or experience_days_pending(con)),
-        "loop_health": (["loop_health"], loop_health_pending),
-    }  # not Experience Gain: its claims follow tonight's decisions, so it runs with every look
+    consumer has nothing to read (its own build asks the same question, under the budgets the
+    night's run uses: the packaged ones) and that read no asset that will run; and
+    ``landing_inventory`` when ``strays`` (``LandingStore.stray_files`` now) are the files it
+    recorded. Empty when the warehouse cannot be read (then everything runs)."""
     if not Path(warehouse.path).exists():
         return set()
+    pending = _pending_builds()
     try:
         reader = DuckDBWarehouse(path=warehouse.path, lock_timeout_s=LOCK_WAIT_S, memory_limit=warehouse.memory_limit)
         with reader.connect(read_only=True) as con:
@@ -123,9 +117,42 @@ def idle_assets(warehouse: DuckDBWarehouse) -> set[dg.AssetKey]:
             for consumer, (_keys, has_work) in pending.items():
                 if has_work(con) or running & set(CONSUMERS[consumer]):
                     running.add(consumer)
+            inventory_kept = strays is not None and _recorded_strays(con) == sorted(strays)
     except duckdb.Error:
         return set()
-    return {dg.AssetKey(k) for consumer, (keys, _) in pending.items() if consumer not in running for k in keys}
+    idle = {dg.AssetKey(k) for consumer, (keys, _) in pending.items() if consumer not in running for k in keys}
+    return idle | ({dg.AssetKey("landing_inventory")} if inventory_kept else set())
+
+
+def _pending_builds() -> dict[str, tuple[list[str], Callable[[duckdb.DuckDBPyConnection], bool]]]:
+    """Each consumer the night may leave out: (its asset keys, whether its build would change anything),
+    in build order. Not Experience Gain: its claims follow tonight's decisions, so it runs with every look."""
+    from zcl_assets.defs.funnel.assets import funnel
+    from zcl_assets.experience.build import experience_pending, verification_records_pending
+    from zcl_assets.experience.days import experience_days_pending
+    from zcl_assets.experience_gain.build import loop_health_pending
+    from zcl_assets.funnel.budgets import load_budgets
+    from zcl_assets.funnel.build import exploration_share_pending, funnel_pending
+
+    contracts = load_evaluation_contracts()
+    try:
+        budgets = load_budgets()
+    except (OSError, ValueError):  # the funnel's own step then says what is wrong with them
+        budgets = None
+    return {
+        "verification_records": (["verification_records"], lambda con: verification_records_pending(con, contracts)),
+        "experience": (["experience"], lambda con: experience_pending(con, contracts) or experience_days_pending(con)),
+        "loop_health": (["loop_health"], loop_health_pending),
+        "funnel": ([k.path[-1] for k in funnel.keys], lambda con: budgets is None or funnel_pending(con, budgets)),
+        "exploration_share": (["exploration_share"], lambda con: budgets is None or exploration_share_pending(con, budgets)),
+    }
+
+
+def _recorded_strays(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, str]] | None:
+    """The stray files ``landing_inventory`` recorded, as ``LandingStore.stray_files`` lists them (None before it ran)."""
+    if not has_table(con, "main.quarantine"):
+        return None
+    return sorted(con.execute("SELECT source_table, source_file, rule, reason FROM quarantine WHERE stage = 'landing'").fetchall())
 
 
 def _analysis_keys() -> list[dg.AssetKey]:

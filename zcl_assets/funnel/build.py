@@ -38,22 +38,38 @@ def build_funnel(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> FunnelBuil
 
     Nothing is rebuilt when neither the ledger nor ``budgets`` changed since the last build.
     """
-    frames = {
+    frames = _funnel_frames(budgets)
+    changes, fingerprint = _funnel_changes(con, budgets, frames)
+    if changelog.has_changes(con, changes):
+        _replay(con, frames, budgets.defaults, changes, fingerprint)
+    events = con.execute("SELECT count(*) FROM staged_admission_events").fetchone()[0]
+    admissions = con.execute("SELECT count(*) FROM admission_states").fetchone()[0]
+    by_rule = dict(con.execute("SELECT rule, count(*) FROM quarantine WHERE stage = 'funnel' GROUP BY ALL ORDER BY ALL").fetchall())
+    return FunnelBuild(events=int(events), admissions=int(admissions), quarantined_by_rule=by_rule)
+
+
+def funnel_pending(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> bool:
+    """Whether :func:`build_funnel` with ``budgets`` would replay the ledger now (read-only)."""
+    return changelog.has_changes(con, _funnel_changes(con, budgets, _funnel_frames(budgets))[0])
+
+
+def _funnel_frames(budgets: Budgets) -> dict[str, pl.DataFrame]:
+    """The lifecycle and the budgets as the tables the funnel's SQL joins."""
+    return {
         "lifecycle_transitions": transitions_frame(),
         "lifecycle_stage_order": stage_order_frame(),
         "budget_caps": budgets.caps_frame(),
         "eligible_arms": budgets.eligible_arms_frame(),
     }
-    defaults = budgets.defaults
-    fingerprint = code_fingerprint(*(load_sql(f"funnel/{n}") for n in _FUNNEL_SQL), *(
+
+
+def _funnel_changes(con: duckdb.DuckDBPyConnection, budgets: Budgets,
+                    frames: dict[str, pl.DataFrame]) -> tuple[changelog.Changes, str]:
+    """The ledger's changes the funnel has to replay (all of it, the first time or under other
+    SQL, lifecycle or budgets: the default caps are parameters, not in ``frames``), and its fingerprint."""
+    fingerprint = code_fingerprint(*(load_sql(f"funnel/{n}") for n in _FUNNEL_SQL), repr(budgets.defaults), *(
         str(f.sort(f.columns).to_dicts()) for f in frames.values()))
-    changes = changelog.changes_since(con, "funnel", fingerprint if has_table(con, "main.admission_states") else "")
-    if changelog.has_changes(con, changes):
-        _replay(con, frames, defaults, changes, fingerprint)
-    events = con.execute("SELECT count(*) FROM staged_admission_events").fetchone()[0]
-    admissions = con.execute("SELECT count(*) FROM admission_states").fetchone()[0]
-    by_rule = dict(con.execute("SELECT rule, count(*) FROM quarantine WHERE stage = 'funnel' GROUP BY ALL ORDER BY ALL").fetchall())
-    return FunnelBuild(events=int(events), admissions=int(admissions), quarantined_by_rule=by_rule)
+    return changelog.changes_since(con, "funnel", fingerprint if has_table(con, "main.admission_states") else ""), fingerprint
 
 
 _FUNNEL_SQL = ("select_admission_transitions", "create_admission_states", "delete_funnel_quarantine", "insert_funnel_quarantine",
@@ -96,7 +112,7 @@ EXPLORATION_SCHEMA = {
 def build_exploration_share(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> pl.DataFrame:
     """Rebuild ``exploration_share``: per organization and task type, the share of sessions that
     explored, its 95% Wilson interval, the configured range and the status; returns the rows."""
-    _count_explored_days(con)
+    _count_explored_days(con, budgets)
     counts = con.execute(load_sql("funnel/count_explored_sessions")).pl()
     rows = []
     for r in counts.iter_rows(named=True):
@@ -111,12 +127,26 @@ def build_exploration_share(con: duckdb.DuckDBPyConnection, budgets: Budgets) ->
     return batch
 
 
-def _count_explored_days(con: duckdb.DuckDBPyConnection) -> None:
+def exploration_share_pending(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> bool:
+    """Whether :func:`build_exploration_share` with ``budgets`` could give other rows than the
+    stored ones: sessions changed, or the budgets did, since the last build (read-only)."""
+    return changelog.has_changes(con, _explored_days_changes(con, budgets)[0])
+
+
+def _explored_days_changes(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> tuple[changelog.Changes, str]:
+    """The sessions' changes the daily counts have to read (all of them the first time, or under
+    other SQL or budgets: the budgets set the shares' ranges, so a change of them recounts), and the fingerprint."""
+    fingerprint = code_fingerprint(load_sql("funnel/aggregate_explored_session_days"), repr(budgets.defaults),
+                                   repr(sorted(budgets.organizations.items())))
+    built = has_table(con, "main.exploration_share") and has_table(con, "internal.explored_session_days")
+    return changelog.changes_since(con, "exploration_share", fingerprint if built else ""), fingerprint
+
+
+def _count_explored_days(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> None:
     """Count the sessions of the landing days whose sessions changed since the last count (every
     day the first time) into ``internal.explored_session_days``."""
-    fingerprint = code_fingerprint(load_sql("funnel/aggregate_explored_session_days"))
     con.execute(load_sql("funnel/create_explored_session_days"))
-    changes = changelog.changes_since(con, "exploration_share", fingerprint)
+    changes, fingerprint = _explored_days_changes(con, budgets)
     if not changelog.has_changes(con, changes):
         return
     days = con.execute("SELECT DISTINCT partition_day AS day FROM staged_sessions" if changes.full else
