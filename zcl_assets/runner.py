@@ -16,7 +16,6 @@ import dagster as dg
 from filelock import FileLock
 
 from zcl_assets.definitions import build_resources, defs
-from zcl_assets.defs.ingest.partitions import landing_days
 from zcl_assets.defs.nightly import add_days, plan_night
 
 
@@ -36,7 +35,7 @@ def run_night(
     results = []
     for _table, path, rule, reason in resources["landing"].stray_files():
         echo(f"warning: landed file not read: {path} ({rule}: {reason})")
-    plan = plan_night(resources["landing"], resources["warehouse"], as_of, instance.get_dynamic_partitions(landing_days.name))
+    plan = plan_night(resources["landing"], resources["warehouse"], as_of, instance)
     add_days(instance, plan.new_days)
     for request in plan.requests:
         job = definitions.resolve_job_def(request.job_name)

@@ -101,6 +101,30 @@ def test_a_quiet_night_records_a_stray_file_that_appeared_and_forgets_it_once_go
     (noticed,) = run_night(instance, "2026-10-06")
     assert noticed.success and ran_inventory(noticed)
     assert recorded() == [("notes.txt", "unknown_table")]
+    (still,) = run_night(instance, "2026-10-07")  # the same stray file: recorded already
+    assert still.success and not ran_inventory(still) and recorded() == [("notes.txt", "unknown_table")]
     (landing / "notes.txt").unlink()
-    (gone,) = run_night(instance, "2026-10-07")
+    (gone,) = run_night(instance, "2026-10-08")
     assert gone.success and ran_inventory(gone) and recorded() == []
+
+
+def test_a_step_that_failed_after_its_build_runs_again_on_a_quiet_night(pipeline_paths, instance, monkeypatch):
+    from zcl_assets.defs.funnel import assets
+
+    landing, _ = pipeline_paths
+    simulate_sessions(landing, seed=8, start="2026-10-01", days=3, inject_dirty=False)
+
+    def broken(con):
+        raise RuntimeError("the stage counts could not be read")
+
+    def ran_funnel(result):
+        return any(e.asset_key.path[-1] == "admission_states" for e in result.get_asset_materialization_events())
+
+    with monkeypatch.context() as patched:  # the funnel's tables are written, then its metadata fails
+        patched.setattr(assets, "stage_rows", broken)
+        (failed,) = run_night(instance, "2026-10-04")
+    assert not failed.success and not ran_funnel(failed)
+    (quiet,) = run_night(instance, "2026-10-05")  # nothing new to read, but its last attempt did not materialize
+    assert quiet.success and ran_funnel(quiet)
+    (settled,) = run_night(instance, "2026-10-06")
+    assert settled.success and not ran_funnel(settled)

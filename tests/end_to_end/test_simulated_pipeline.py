@@ -115,6 +115,8 @@ def test_a_quiet_night_leaves_out_what_has_nothing_to_read_and_what_reads_it_run
     import shutil
 
     from zcl_assets.defs.nightly import idle_assets
+    from zcl_assets.funnel.budgets import load_budgets
+    from zcl_assets.funnel.build import exploration_share_pending
     from zcl_assets.warehouse import DuckDBWarehouse
 
     _, warehouse, landing = simulated
@@ -135,10 +137,22 @@ def test_a_quiet_night_leaves_out_what_has_nothing_to_read_and_what_reads_it_run
         con.execute("UPDATE internal.change_cursors SET fingerprint = 'older rules' WHERE consumer = 'experience'")
     # experience rebuilds; loop health and the funnel read sessions, verification records and the ledger only.
     assert idle_assets(DuckDBWarehouse(path=str(copy))) == derived - {dg.AssetKey("experience")}
-    with duckdb.connect(str(copy)) as con:  # as after a change of the packaged budgets (other caps, other ranges)
-        con.execute("UPDATE internal.change_cursors SET fingerprint = 'other budgets' "
-                    "WHERE consumer IN ('funnel', 'exploration_share')")
+    with duckdb.connect(str(copy)) as con:  # as after a change of the packaged caps (the funnel's fingerprint)
+        con.execute("UPDATE internal.change_cursors SET fingerprint = 'other caps' WHERE consumer = 'funnel'")
+    assert idle_assets(DuckDBWarehouse(path=str(copy))) == derived - {dg.AssetKey(k) for k in (
+        "experience", "admission_states", "funnel_stage_counts", "information_yield")}
+    with duckdb.connect(str(copy)) as con:  # a stored share its counts do not give: other ranges, other code, or
+        con.execute("UPDATE exploration_share SET rate_high = rate_high / 2")  # a build stopped after the counts
     assert idle_assets(DuckDBWarehouse(path=str(copy))) == {dg.AssetKey(k) for k in ("verification_records", "loop_health")}
+    # and the landing inventory or any derived asset runs while its last planned materialization did not happen
+    assert idle_assets(DuckDBWarehouse(path=str(warehouse)), strays, {dg.AssetKey("information_yield")}) == derived - {
+        dg.AssetKey(k) for k in ("admission_states", "funnel_stage_counts", "information_yield")} | {dg.AssetKey("landing_inventory")}
+    assert idle_assets(DuckDBWarehouse(path=str(warehouse)), strays, {dg.AssetKey("landing_inventory")}) == derived
+    wider = tmp_path / "budgets.yaml"  # other budgets give other ranges: the stored share is not theirs
+    wider.write_text("defaults:\n  exploration_cap: 0.9\n", encoding="utf-8")
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert not exploration_share_pending(con, load_budgets())
+        assert exploration_share_pending(con, load_budgets(wider))
     with duckdb.connect(str(copy)) as con:  # as after a night killed between staging an outcome and its records
         con.execute("INSERT INTO internal.change_log SELECT nextval('internal.change_seq'), 'staged_outcomes', NULL, "
                     "session_id, NULL FROM staged_outcomes LIMIT 1")

@@ -44,6 +44,9 @@ def test_an_organization_overrides_only_what_it_names(tmp_path):
         ("defaults:\n  eligible_arms: [a]\n", "per organization"),
         ("organizations:\n  x: [1, 2]\n", "expected a mapping"),
         ("budgets: {}\n", "unknown sections"),
+        ("defaults: [unclosed\n", "not YAML"),
+        ("- 1\n- 2\n", "expected a mapping of defaults and organizations, got list"),
+        ("organizations: [acme]\n", "expected a mapping of organization ids, got list"),
     ],
 )
 def test_bad_configuration_is_refused_with_the_reason(tmp_path, text, message):

@@ -75,11 +75,13 @@ def day_ranges(days: list[str], order: list[str]) -> list[list[str]]:
     return ranges
 
 
-def plan_night(landing: LandingStore, warehouse: Warehouse, as_of: str, known_days: list[str]) -> NightPlan:
+def plan_night(landing: LandingStore, warehouse: Warehouse, as_of: str, instance: dg.DagsterInstance) -> NightPlan:
     """The runs of one night: each range of changed days is ingested, the last run then takes
-    the look as of ``as_of``. ``known_days``: the partition keys that exist, in order."""
+    the look as of ``as_of``. ``instance``: where the landing days' partitions and the assets' last
+    attempts are recorded."""
     changed = changed_tables(landing, warehouse.core)
     days = sorted({d for ds in changed.values() for d in ds})
+    known_days = instance.get_dynamic_partitions(landing_days.name)
     known = set(known_days)
     new_days = [d for d in days if d not in known]
     ranges = day_ranges(days, list(known_days) + new_days)
@@ -95,18 +97,20 @@ def plan_night(landing: LandingStore, warehouse: Warehouse, as_of: str, known_da
             tags={ASSET_PARTITION_RANGE_START_TAG: group[0], ASSET_PARTITION_RANGE_END_TAG: group[-1]},
         ))
     if not ranges:
-        idle = idle_assets(warehouse.core, landing.stray_files())
+        idle = idle_assets(warehouse.core, landing.stray_files(), unsettled_assets(instance, _analysis_keys()))
         requests.append(dg.RunRequest(job_name="nightly_job", run_key=f"night:{as_of}", run_config=look_config(as_of),
                                       asset_selection=[k for k in _analysis_keys() if k not in idle]))
     return NightPlan(requests, new_days)
 
 
-def idle_assets(warehouse: DuckDBWarehouse, strays: list[tuple[str, str, str, str]] | None = None) -> set[dg.AssetKey]:
+def idle_assets(warehouse: DuckDBWarehouse, strays: list[tuple[str, str, str, str]] | None = None,
+                unsettled: set[dg.AssetKey] = frozenset()) -> set[dg.AssetKey]:
     """The derived assets a night with nothing newly landed can leave out: those whose change-log
     consumer has nothing to read (its own build asks the same question, under the budgets the
     night's run uses: the packaged ones) and that read no asset that will run; and
     ``landing_inventory`` when ``strays`` (``LandingStore.stray_files`` now) are the files it
-    recorded. Empty when the warehouse cannot be read (then everything runs)."""
+    recorded. None of them when one of its keys is in ``unsettled`` (:func:`unsettled_assets`).
+    Empty when the warehouse cannot be read (then everything runs)."""
     if not Path(warehouse.path).exists():
         return set()
     pending = _pending_builds()
@@ -114,14 +118,15 @@ def idle_assets(warehouse: DuckDBWarehouse, strays: list[tuple[str, str, str, st
         reader = DuckDBWarehouse(path=warehouse.path, lock_timeout_s=LOCK_WAIT_S, memory_limit=warehouse.memory_limit)
         with reader.connect(read_only=True) as con:
             running: set[str] = set()
-            for consumer, (_keys, has_work) in pending.items():
-                if has_work(con) or running & set(CONSUMERS[consumer]):
+            for consumer, (names, has_work) in pending.items():
+                if {dg.AssetKey(k) for k in names} & unsettled or has_work(con) or running & set(CONSUMERS[consumer]):
                     running.add(consumer)
-            inventory_kept = strays is not None and _recorded_strays(con) == sorted(strays)
+            inventory = dg.AssetKey("landing_inventory")
+            inventory_kept = inventory not in unsettled and strays is not None and _recorded_strays(con) == sorted(strays)
     except duckdb.Error:
         return set()
     idle = {dg.AssetKey(k) for consumer, (keys, _) in pending.items() if consumer not in running for k in keys}
-    return idle | ({dg.AssetKey("landing_inventory")} if inventory_kept else set())
+    return idle | ({inventory} if inventory_kept else set())
 
 
 def _pending_builds() -> dict[str, tuple[list[str], Callable[[duckdb.DuckDBPyConnection], bool]]]:
@@ -153,6 +158,20 @@ def _recorded_strays(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str
     if not has_table(con, "main.quarantine"):
         return None
     return sorted(con.execute("SELECT source_table, source_file, rule, reason FROM quarantine WHERE stage = 'landing'").fetchall())
+
+
+def unsettled_assets(instance: dg.DagsterInstance, keys: list[dg.AssetKey]) -> set[dg.AssetKey]:
+    """Of ``keys``, those whose latest planned materialization in ``instance`` did not happen (its step
+    failed after its build was written, or its run was killed or still runs): a night runs them again
+    even with nothing to read, so that their metadata and checks are recorded. An asset the instance
+    never planned is settled (its tables say whether it has work)."""
+    done = {r.asset_entry.asset_key: r.asset_entry.last_materialization_storage_id for r in instance.get_asset_records(keys)}
+    unsettled = set()
+    for key in keys:
+        planned = instance.get_latest_planned_materialization_info(key)
+        if planned is not None and planned.storage_id > (done.get(key) or 0):
+            unsettled.add(key)
+    return unsettled
 
 
 def _analysis_keys() -> list[dg.AssetKey]:
@@ -187,7 +206,7 @@ def add_days(instance: dg.DagsterInstance, days: list[str]) -> None:
 def nightly_schedule(context: dg.ScheduleEvaluationContext, landing: LandingStore, warehouse: Warehouse):
     """At 02:00 UTC: load what landed, then look at every experiment as of the previous UTC day."""
     as_of = (context.scheduled_execution_time.astimezone(dt.timezone.utc).date() - dt.timedelta(days=1)).isoformat()
-    plan = plan_night(landing, warehouse, as_of, context.instance.get_dynamic_partitions(landing_days.name))
+    plan = plan_night(landing, warehouse, as_of, context.instance)
     add_days(context.instance, plan.new_days)
     return plan.requests
 
@@ -195,7 +214,7 @@ def nightly_schedule(context: dg.ScheduleEvaluationContext, landing: LandingStor
 @dg.sensor(jobs=[ingest_job], minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.STOPPED)
 def landing_sensor(context: dg.SensorEvaluationContext, landing: LandingStore, warehouse: Warehouse):
     """Every 5 minutes: load and stage the landed days that changed (late files, corrections)."""
-    plan = plan_night(landing, warehouse, "", context.instance.get_dynamic_partitions(landing_days.name))
+    plan = plan_night(landing, warehouse, "", context.instance)
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     requests = [dg.RunRequest(job_name="ingest_job", run_key=f"ingest:{stamp}:{r.run_key}",
                               asset_selection=[k for k in r.asset_selection if k.path[-1].split("_")[0] in ("raw", "staged")],

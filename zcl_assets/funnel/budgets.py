@@ -108,8 +108,8 @@ def load_budgets(path: str | Path | None = None) -> Budgets:
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        ValueError: unknown keys, a negative cap, rates out of order, eligible arms in
-            ``defaults`` (they are specific to an organization).
+        ValueError: not YAML, not a mapping, unknown keys, a negative cap, rates out of order,
+            eligible arms in ``defaults`` (they are specific to an organization).
     """
     if path:
         source = Path(path)
@@ -117,15 +117,20 @@ def load_budgets(path: str | Path | None = None) -> Budgets:
     else:
         node = resources.files(__package__) / "budgets.yaml"
         source, text = Path(str(node)), node.read_text(encoding="utf-8")
-    data = yaml.safe_load(text) or {}
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{source}: not YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: expected a mapping of defaults and organizations, got {type(data).__name__}")
     unknown = sorted(set(data) - {"defaults", "organizations"})
     if unknown:
         raise ValueError(f"{source}: unknown sections {unknown}; expected defaults and organizations")
     defaults = _policy(data.get("defaults") or {}, BudgetPolicy(), f"{source}: defaults")
     if defaults.eligible_arms:
         raise ValueError(f"{source}: defaults: eligible_arms can only be configured per organization")
-    orgs = {
-        str(org): _policy(entry or {}, defaults, f"{source}: organizations.{org}")
-        for org, entry in (data.get("organizations") or {}).items()
-    }
+    entries = data.get("organizations") or {}
+    if not isinstance(entries, dict):
+        raise ValueError(f"{source}: organizations: expected a mapping of organization ids, got {type(entries).__name__}")
+    orgs = {str(org): _policy(entry or {}, defaults, f"{source}: organizations.{org}") for org, entry in entries.items()}
     return Budgets(defaults=defaults, organizations=orgs, source=str(source))

@@ -112,7 +112,15 @@ EXPLORATION_SCHEMA = {
 def build_exploration_share(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> pl.DataFrame:
     """Rebuild ``exploration_share``: per organization and task type, the share of sessions that
     explored, its 95% Wilson interval, the configured range and the status; returns the rows."""
-    _count_explored_days(con, budgets)
+    _count_explored_days(con)
+    batch = exploration_rows(con, budgets)
+    with transaction(con, exploration_batch=batch):
+        con.execute(load_sql("funnel/create_exploration_share"))
+    return batch
+
+
+def exploration_rows(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> pl.DataFrame:
+    """The rows of ``exploration_share`` from the stored daily counts and ``budgets``, by organization and task type."""
     counts = con.execute(load_sql("funnel/count_explored_sessions")).pl()
     rows = []
     for r in counts.iter_rows(named=True):
@@ -121,32 +129,33 @@ def build_exploration_share(con: duckdb.DuckDBPyConnection, budgets: Budgets) ->
             r["explored"], r["sessions"], p.exploration_base_rate, p.exploration_uncertainty_multiplier, p.exploration_cap
         )
         rows.append({**r, **s._asdict()})
-    batch = pl.DataFrame(rows, schema=EXPLORATION_SCHEMA, orient="row") if rows else pl.DataFrame(schema=EXPLORATION_SCHEMA)
-    with transaction(con, exploration_batch=batch):
-        con.execute(load_sql("funnel/create_exploration_share"))
-    return batch
+    return pl.DataFrame(rows, schema=EXPLORATION_SCHEMA, orient="row") if rows else pl.DataFrame(schema=EXPLORATION_SCHEMA)
 
 
 def exploration_share_pending(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> bool:
-    """Whether :func:`build_exploration_share` with ``budgets`` could give other rows than the
-    stored ones: sessions changed, or the budgets did, since the last build (read-only)."""
-    return changelog.has_changes(con, _explored_days_changes(con, budgets)[0])
+    """Whether :func:`build_exploration_share` with ``budgets`` would change anything now (read-only):
+    sessions changed since the last count, or the stored rows are not those the counts give (other
+    budgets, other code, or a build stopped between the counts and the table)."""
+    if not (has_table(con, "main.exploration_share") and has_table(con, "internal.explored_session_days")):
+        return True
+    if changelog.has_changes(con, _explored_days_changes(con)[0]):
+        return True
+    keys = ["org_id", "task_type"]
+    stored = con.execute("SELECT * FROM exploration_share").pl().sort(keys)
+    return stored.schema != EXPLORATION_SCHEMA or not stored.equals(exploration_rows(con, budgets).sort(keys))
 
 
-def _explored_days_changes(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> tuple[changelog.Changes, str]:
-    """The sessions' changes the daily counts have to read (all of them the first time, or under
-    other SQL or budgets: the budgets set the shares' ranges, so a change of them recounts), and the fingerprint."""
-    fingerprint = code_fingerprint(load_sql("funnel/aggregate_explored_session_days"), repr(budgets.defaults),
-                                   repr(sorted(budgets.organizations.items())))
-    built = has_table(con, "main.exploration_share") and has_table(con, "internal.explored_session_days")
-    return changelog.changes_since(con, "exploration_share", fingerprint if built else ""), fingerprint
+def _explored_days_changes(con: duckdb.DuckDBPyConnection) -> tuple[changelog.Changes, str]:
+    """The sessions' changes the daily counts have to read (all of them the first time or under other SQL), and the fingerprint."""
+    fingerprint = code_fingerprint(load_sql("funnel/aggregate_explored_session_days"))
+    return changelog.changes_since(con, "exploration_share", fingerprint), fingerprint
 
 
-def _count_explored_days(con: duckdb.DuckDBPyConnection, budgets: Budgets) -> None:
+def _count_explored_days(con: duckdb.DuckDBPyConnection) -> None:
     """Count the sessions of the landing days whose sessions changed since the last count (every
     day the first time) into ``internal.explored_session_days``."""
     con.execute(load_sql("funnel/create_explored_session_days"))
-    changes, fingerprint = _explored_days_changes(con, budgets)
+    changes, fingerprint = _explored_days_changes(con)
     if not changelog.has_changes(con, changes):
         return
     days = con.execute("SELECT DISTINCT partition_day AS day FROM staged_sessions" if changes.full else
