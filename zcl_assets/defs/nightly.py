@@ -154,7 +154,7 @@ def _pending_builds() -> dict[str, tuple[list[str], Callable[[duckdb.DuckDBPyCon
 
 
 def _recorded_strays(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, str]] | None:
-    """The stray files ``landing_inventory`` recorded, as ``LandingStore.stray_files`` lists them (None before it ran)."""
+    """The stray files ``landing_inventory`` recorded, as ``LandingStore.stray_files`` lists them (None without a quarantine table)."""
     if not has_table(con, "main.quarantine"):
         return None
     return sorted(con.execute("SELECT source_table, source_file, rule, reason FROM quarantine WHERE stage = 'landing'").fetchall())
