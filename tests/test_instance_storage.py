@@ -258,3 +258,67 @@ def test_nothing_stays_open_once_instances_are_disposed(tmp_path, monkeypatch):
             assert _run(instance, "2026-01-01").success
             assert "runs.db" in _open_files(home) and "index.db" in _open_files(home)  # kept open while in use
     assert _open_files(home) == []
+
+
+@dg.asset(partitions_def=days, backfill_policy=dg.BackfillPolicy.single_run(),
+          check_specs=[dg.AssetCheckSpec("rows_positive", asset="ranged")])
+def ranged(context: dg.AssetExecutionContext):
+    days_run = context.partition_key_range
+    check = dg.AssetCheckKey(dg.AssetKey("ranged"), "rows_positive")  # planned before the step starts
+    seen = [c.status.value for c in context.instance.event_log_storage.get_asset_check_execution_history(check, limit=5)]
+    return dg.MaterializeResult(metadata={"first": days_run.start, "last": days_run.end, "check_seen": str(seen)},
+                                check_results=[dg.AssetCheckResult(check_name="rows_positive", passed=True)],
+                                )
+
+
+ranged_job = dg.Definitions(assets=[ranged], jobs=[dg.define_asset_job("ranged_job", selection=[ranged])]).resolve_job_def(
+    "ranged_job")
+RANGE = {"dagster/asset_partition_range_start": "2026-01-01", "dagster/asset_partition_range_end": "2026-01-03"}
+
+
+def _ranged_view(instance: dg.DagsterInstance, run_id: str) -> dict:
+    """A range run as a reader sees it, its run id left out: the run's log in order, each day's
+    planned and stored materialization, the asset's entry, its indexed tags and its check."""
+    key = dg.AssetKey("ranged")
+    log = [(e.dagster_event.event_type_value, str(e.dagster_event.asset_key), e.dagster_event.partition)
+           for e in instance.all_logs(run_id) if e.dagster_event and e.dagster_event.asset_key]
+    materialized = instance.fetch_materializations(key, limit=10).records
+    planned = instance.get_latest_planned_materialization_info(key, "2026-01-02")
+    checks = instance.event_log_storage.get_asset_check_execution_history(dg.AssetCheckKey(key, "rows_positive"), limit=10)
+    latest = instance.get_latest_materialization_event(key)
+    return {
+        "log": log,
+        "materialized": sorted((m.partition_key, m.asset_materialization.metadata["first"].value,
+                                m.asset_materialization.metadata["check_seen"].value) for m in materialized),
+        "partitions": sorted(instance.get_materialized_partitions(key)),
+        "planned": planned is not None and planned.run_id == run_id,
+        "latest": (latest.run_id == run_id, latest.dagster_event.partition),
+        "tags": sorted(sorted(t) for t in instance.get_event_tags_for_asset(key)),
+        "checks": [c.status.value for c in checks],
+    }
+
+
+def test_a_range_of_partitions_is_stored_in_batches_that_read_as_dagsters_own_writes(tmp_path, monkeypatch):
+    # the oracle: the same run stored by Dagster's own SQLite storage, one event at a time
+    batches = []
+    store_batch = SqliteEventLogStorage.store_event_batch
+    monkeypatch.setattr(SqliteEventLogStorage, "store_event_batch",
+                        lambda self, events: batches.append([e.dagster_event_type.value for e in events])
+                        or store_batch(self, events))
+    views = {}
+    for name, config in (("own", DAGSTER_OWN), ("project", PROJECT_CONFIG)):
+        _home(tmp_path / name, config, monkeypatch)
+        with dg.DagsterInstance.get() as instance:
+            result = ranged_job.execute_in_process(instance=instance, tags=RANGE)
+            assert result.success
+            views[name] = _ranged_view(instance, result.run_id)
+            run_id = result.run_id
+    assert views["project"] == views["own"]
+    assert views["own"]["partitions"] == ["2026-01-01", "2026-01-02", "2026-01-03"]
+    assert views["own"]["materialized"][0] == ("2026-01-01", "2026-01-01", "['PLANNED']")
+    # the planned events of the run (3 days and the check) and the step's 3 materializations, each in one batch
+    assert sorted(sorted(b) for b in batches) == [["ASSET_CHECK_EVALUATION_PLANNED"] + ["ASSET_MATERIALIZATION_PLANNED"] * 3,
+                                                  ["ASSET_MATERIALIZATION"] * 3], batches
+    (tmp_path / "project" / "dagster.yaml").write_text(DAGSTER_OWN)
+    with dg.DagsterInstance.get() as own:
+        assert _ranged_view(own, run_id) == views["own"]  # Dagster's storage reads the batches as its own writes

@@ -24,6 +24,13 @@ the index's entry of its asset, where Dagster serializes the whole event again (
 page's tables and plots, is most of an event's cost). The entry is built around the text just
 written to the log instead, the same text Dagster would write.
 
+Dagster sends some events in batches (``DAGSTER_EVENT_BATCH_SIZE``, off by default): the planned
+materializations of a run and a step's materializations of a range of partitions, one event per
+asset and day (1,946 of each in the first run of the bundled landing, 139 days). The project's
+instance turns batches on and stores each in one transaction per database
+(:meth:`SqliteEventLogStorage.store_event_batch`), where Dagster's storage opened, committed and
+checkpointed a run's database and committed the index for every event, 6 to 11 ms each.
+
 ``wipe`` and ``dispose`` close the kept connections first. While a process has the instance
 open, the latest runs and events can sit in ``runs.db-wal`` and ``index.db-wal``: a copy of the
 folder must take those files too (or use SQLite's ``.backup``). An instance folder written by
@@ -36,14 +43,16 @@ instance is opened from (``DAGSTER_HOME``, or ``DagsterInstance.from_config(fold
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import yaml
 from dagster import DagsterInstance
+from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS
 from dagster._core.events.log import EventLogEntry
 from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.base_storage import DagsterStorage
@@ -51,6 +60,7 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage as _EventLogStorage
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage as _RunStorage
 from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage as _ScheduleStorage
+from dagster._core.storage.sqlalchemy_compat import db_result
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from dagster._core.storage.sqlite_storage import DagsterSqliteStorage as _Storage
 from dagster._core.storage.sqlite_storage import _event_logs_directory, _runs_directory, _schedule_directory
@@ -171,6 +181,42 @@ class SqliteEventLogStorage(_EventLogStorage):
             values["last_materialization_timestamp"] = datetime_from_timestamp(event.timestamp)
         return values
 
+    def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
+        """Store the events of one batch as :meth:`store_event` stores each, in one transaction per
+        database: the run's log, then the index (the asset events' copies, their tags and their
+        assets' entries). Dagster sends a batch (the :class:`ProjectInstance`'s ``EVENT_BATCH_SIZE``)
+        for the planned materializations of a run and a step's materializations of a range of
+        partitions, one event per asset and day, where a connection opened and committed per event
+        cost 6 to 11 ms each. Asset check events keep their own writes after the batch's; a batch of
+        several runs (Dagster sends none) is stored event by event."""
+        if len({event.run_id for event in events}) != 1:
+            super().store_event_batch(events)
+            return
+        statements, texts = [], []
+        for event in events:
+            statements.append(self.prepare_insert_event(event))
+            texts.append(self._serialized[1])
+        with self.run_connection(events[0].run_id) as conn:
+            for statement in statements:
+                conn.execute(statement)
+        assets = [i for i, event in enumerate(events)
+                  if event.dagster_event_type in ASSET_EVENTS and event.get_dagster_event().asset_key]
+        if assets:
+            with self.index_transaction() as conn:
+                ids = []
+                for i in assets:
+                    with db_result(conn, statements[i]) as result:
+                        ids.append(result.inserted_primary_key[0])
+                self._store_asset_event_tags(conn, [events[i] for i in assets], ids)
+                for i, event_id in zip(assets, ids):
+                    self._serialized = (events[i], texts[i])
+                    self._store_asset_event(conn, events[i], event_id)
+        for i, event in enumerate(events):
+            if event.dagster_event_type in ASSET_CHECK_EVENTS:
+                with self.index_connection() as conn, db_result(conn, statements[i]) as result:
+                    event_id = result.inserted_primary_key[0]
+                self.store_asset_check_event(event, event_id)
+
     def has_table(self, table_name: str) -> bool:
         engine = self._engine(INDEX_SHARD_NAME)
         with engine.connect() as conn:
@@ -214,9 +260,16 @@ class ProjectInstance(DagsterInstance):
     """Dagster's instance, whose storage by default is :class:`SqliteStorage` in the instance folder
     (Dagster's default is its own SQLite storage there); a ``storage`` key in ``dagster.yaml`` still wins."""
 
+    EVENT_BATCH_SIZE = 1000
+    """Events of one batch stored at once (:meth:`SqliteEventLogStorage.store_event_batch`); Dagster's
+    ``DAGSTER_EVENT_BATCH_SIZE``, when set, wins (``0``: every event on its own, Dagster's default)."""
+
     @classmethod
     def config_schema(cls) -> dict:
         return {}
+
+    def _get_event_batch_size(self) -> int:
+        return int(os.getenv("DAGSTER_EVENT_BATCH_SIZE", str(self.EVENT_BATCH_SIZE)))
 
     @staticmethod
     def config_defaults(base_dir: str) -> dict[str, ConfigurableClassData | None]:
