@@ -75,3 +75,16 @@ def test_an_earlier_look_prints_no_figure_of_a_later_night(bundled_night, monkey
                      " ".join(said.split()))
     latest = _report(bundled_night, monkeypatch)
     assert "Loop health, the last" in latest and "Exploration funnel (admissions" in latest
+
+
+def test_the_first_runs_tables_of_days_list_months(bundled_night, monkeypatch):
+    """The bundled landing spans 139 days, which the first run loads as one range; each day's
+    materialization carries the run's table of days, by month (zcl_assets.defs.metadata)."""
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(bundled_night.env["DAGSTER_HOME"]) as instance:
+        event = instance.get_latest_materialization_event(dg.AssetKey("raw_assignments"))
+        metadata = event.asset_materialization.metadata
+    months = [r.data for r in metadata["days"].value.records]
+    assert [m["month"] for m in months] == ["2026-09", "2026-10"]  # assignments land 2026-09-01 to 2026-10-15
+    assert sum(m["days"] for m in months) == metadata["days_loaded"].value == 45

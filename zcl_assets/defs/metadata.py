@@ -53,4 +53,32 @@ def table_metadata(frame: pl.DataFrame, description: str = "", max_rows: int = M
     return dg.MetadataValue.table(records=records, schema=dg.TableSchema(columns=columns))
 
 
-__all__ = ["table_metadata"]
+DAYS_LISTED = 31
+"""Days a run's table of days lists one by one; a longer run (a backfill) lists its months."""
+
+
+def days_metadata(days: pl.DataFrame, description: str) -> dg.TableMetadataValue:
+    """The table of the days a run touched (``partition_day`` and its counts), as
+    :func:`table_metadata` gives it, when the run has at most :data:`DAYS_LISTED` days; for a
+    longer run, one row per month: its days, the sums of the counts and the distinct values of
+    the text columns.
+
+    Dagster gives every partition of a range the run's metadata, so a table of every day costs
+    the square of the days in the event log: 2,051 materializations of 12 KB on average (up to
+    99 KB) for the bundled landing's 139 days, about 4 s of a first run. By month, a 300-day
+    backfill's table has 10 rows.
+    """
+    if days.height <= DAYS_LISTED:
+        return table_metadata(days, description)
+    counts = [name for name, dtype in days.schema.items() if dtype.is_integer()]
+    texts = [name for name, dtype in days.schema.items() if dtype == pl.String and name != "partition_day"]
+    months = (
+        days.group_by(pl.col("partition_day").str.slice(0, 7).alias("month"))
+        .agg(pl.len().alias("days"), *(pl.col(c).sum() for c in counts),
+             *(pl.col(c).unique().sort().str.join(", ") for c in texts))
+        .sort("month")
+    )
+    return table_metadata(months, f"{description}, by month ({days.height} days)")
+
+
+__all__ = ["days_metadata", "table_metadata"]

@@ -5,7 +5,7 @@ subsettable multi-asset: a run materializes the selected ones for a range of day
 loading the days among them whose landed files changed (``zcl_assets.ingest.archive``) and
 staging them, the cross-row rules re-checked for the keys those days change
 (``zcl_assets.ingest.staging``). The metadata of each materialization lists the days it
-touched with their own counts. Staging reads the already staged tables for its cross-row
+touched with their own counts (by month for a run of more than a month of days). Staging reads the already staged tables for its cross-row
 rules, so tables are staged in dependency order (``deps``, and ``CONTRACTS``'s order).
 """
 
@@ -18,7 +18,7 @@ from resources.engine import ComputeEngine
 from sql import load_sql
 from zcl_assets.defs.ingest.checks import checked_days, staged_check_results, staged_check_specs
 from zcl_assets.defs.ingest.partitions import landing_days, run_days, single_run
-from zcl_assets.defs.metadata import table_metadata
+from zcl_assets.defs.metadata import days_metadata, table_metadata
 from zcl_assets.engine import Engine
 from zcl_assets.ingest.archive import load_table
 from zcl_assets.ingest.staging import STAGING_DEPENDS_ON, stage_table
@@ -113,7 +113,7 @@ def _load_raw(con, landing: LandingStore, warehouse: Warehouse, table: str, days
             "current_files": int(total[1]),
             "days_loaded": len(result.days),
             "rows_loaded": result.rows,
-            "days": table_metadata(loaded, "Days loaded by this run: files, raw rows, and what changed"),
+            "days": days_metadata(loaded, "Days loaded by this run: files, raw rows, and what changed"),
         },
     )
 
@@ -139,7 +139,7 @@ def _stage(con, table: str, days: list[str] | None, engine: Engine) -> dg.Materi
             "days_staged": len(result.days),
             "rows_released": result.released,
             "rows_held_back": result.held_back,
-            "days": table_metadata(staged, "Days staged by this run, each with its own counts"),
+            "days": days_metadata(staged, "Days staged by this run, each with its own counts"),
             "quarantined_by_rule": table_metadata(by_rule, "Quarantined rows of the staged days, by rule"),
             "quarantine_preview": table_metadata(result.preview, "First quarantined rows of the staged days"),
         },
