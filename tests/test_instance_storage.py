@@ -274,6 +274,7 @@ def ranged(context: dg.AssetExecutionContext):
 ranged_job = dg.Definitions(assets=[ranged], jobs=[dg.define_asset_job("ranged_job", selection=[ranged])]).resolve_job_def(
     "ranged_job")
 RANGE = {"dagster/asset_partition_range_start": "2026-01-01", "dagster/asset_partition_range_end": "2026-01-03"}
+RANGE_DAYS = ["2026-01-01", "2026-01-02", "2026-01-03"]
 
 
 def _ranged_view(instance: dg.DagsterInstance, run_id: str) -> dict:
@@ -292,19 +293,25 @@ def _ranged_view(instance: dg.DagsterInstance, run_id: str) -> dict:
                                 m.asset_materialization.metadata["check_seen"].value) for m in materialized),
         "partitions": sorted(instance.get_materialized_partitions(key)),
         "planned": planned is not None and planned.run_id == run_id,
-        "latest": (latest.run_id == run_id, latest.dagster_event.partition),
+        # the asset's entry holds the latest materialization's record, storage id included
+        "latest": (latest.run_id == run_id, latest.dagster_event.partition,
+                   instance.get_asset_records([key])[0].asset_entry.last_materialization_record
+                   == instance.fetch_materializations(key, limit=1).records[0]),
         "tags": sorted(sorted(t) for t in instance.get_event_tags_for_asset(key)),
         "checks": [c.status.value for c in checks],
     }
 
 
-def test_a_range_of_partitions_is_stored_in_batches_that_read_as_dagsters_own_writes(tmp_path, monkeypatch):
+def test_a_range_of_partitions_is_stored_in_batches_that_read_as_dagsters_own_writes(tmp_path, monkeypatch, capfd):
     # the oracle: the same run stored by Dagster's own SQLite storage, one event at a time
     batches = []
     store_batch = SqliteEventLogStorage.store_event_batch
-    monkeypatch.setattr(SqliteEventLogStorage, "store_event_batch",
-                        lambda self, events: batches.append([e.dagster_event_type.value for e in events])
-                        or store_batch(self, events))
+
+    def recorded(self, events):
+        store_batch(self, events)
+        batches.append(sorted(e.dagster_event_type.value for e in events))  # a batch that raised is not recorded
+
+    monkeypatch.setattr(SqliteEventLogStorage, "store_event_batch", recorded)
     views = {}
     for name, config in (("own", DAGSTER_OWN), ("project", PROJECT_CONFIG)):
         _home(tmp_path / name, config, monkeypatch)
@@ -317,8 +324,33 @@ def test_a_range_of_partitions_is_stored_in_batches_that_read_as_dagsters_own_wr
     assert views["own"]["partitions"] == ["2026-01-01", "2026-01-02", "2026-01-03"]
     assert views["own"]["materialized"][0] == ("2026-01-01", "2026-01-01", "['PLANNED']")
     # the planned events of the run (3 days and the check) and the step's 3 materializations, each in one batch
-    assert sorted(sorted(b) for b in batches) == [["ASSET_CHECK_EVALUATION_PLANNED"] + ["ASSET_MATERIALIZATION_PLANNED"] * 3,
-                                                  ["ASSET_MATERIALIZATION"] * 3], batches
+    assert sorted(batches) == [["ASSET_CHECK_EVALUATION_PLANNED"] + ["ASSET_MATERIALIZATION_PLANNED"] * 3,
+                               ["ASSET_MATERIALIZATION"] * 3], batches
+    assert "Exception while storing event batch" not in capfd.readouterr().err  # Dagster's fallback never ran
     (tmp_path / "project" / "dagster.yaml").write_text(DAGSTER_OWN)
     with dg.DagsterInstance.get() as own:
         assert _ranged_view(own, run_id) == views["own"]  # Dagster's storage reads the batches as its own writes
+
+
+def test_a_batch_whose_index_write_fails_is_stored_once_by_dagsters_fallback(tmp_path, monkeypatch, capfd):
+    """The index refuses the first batch of asset events: their rows already in the run's log are
+    taken back, Dagster stores the batch again event by event, and each event is stored once."""
+    failures = []
+    store_tags = SqliteEventLogStorage._store_asset_event_tags
+
+    def refuse_once(self, conn, events, ids):
+        if not failures:
+            failures.append(len(events))
+            raise sqlalchemy.exc.OperationalError("INSERT", {}, Exception("database is locked"))
+        return store_tags(self, conn, events, ids)
+
+    monkeypatch.setattr(SqliteEventLogStorage, "_store_asset_event_tags", refuse_once)
+    _home(tmp_path / "home", PROJECT_CONFIG, monkeypatch)
+    with dg.DagsterInstance.get() as instance:
+        result = ranged_job.execute_in_process(instance=instance, tags=RANGE)
+        assert result.success
+        view = _ranged_view(instance, result.run_id)
+    assert failures == [3] and "Exception while storing event batch" in capfd.readouterr().err
+    assert sorted(view["log"]) == sorted([("ASSET_MATERIALIZATION_PLANNED", "AssetKey(['ranged'])", d) for d in RANGE_DAYS]
+                                         + [("ASSET_MATERIALIZATION", "AssetKey(['ranged'])", d) for d in RANGE_DAYS])
+    assert view["partitions"] == RANGE_DAYS and view["latest"] == (True, "2026-01-03", True)

@@ -25,11 +25,13 @@ page's tables and plots, is most of an event's cost). The entry is built around 
 written to the log instead, the same text Dagster would write.
 
 Dagster sends some events in batches (``DAGSTER_EVENT_BATCH_SIZE``, off by default): the planned
-materializations of a run and a step's materializations of a range of partitions, one event per
-asset and day (1,946 of each in the first run of the bundled landing, 139 days). The project's
-instance turns batches on and stores each in one transaction per database
-(:meth:`SqliteEventLogStorage.store_event_batch`), where Dagster's storage opened, committed and
-checkpointed a run's database and committed the index for every event, 6 to 11 ms each.
+materializations and checks of a run, and a step's materializations of a range of partitions,
+one event per asset and day (1,946 of each in the first run of the bundled landing, 139 days).
+The project's instance turns batches on and stores each in one transaction per database, all
+or nothing (:meth:`SqliteEventLogStorage.store_event_batch`), where Dagster's storage opened,
+committed and checkpointed a run's database and committed the index for every event, 6 to
+11 ms each. A batch is stored when its last event comes: a step stopped while Dagster yields
+a range's materializations stores none of them (one by one, it stored those before the stop).
 
 ``wipe`` and ``dispose`` close the kept connections first. While a process has the instance
 open, the latest runs and events can sit in ``runs.db-wal`` and ``index.db-wal``: a copy of the
@@ -52,10 +54,11 @@ from typing import Any
 
 import yaml
 from dagster import DagsterInstance
-from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS
+from dagster._core.events import ASSET_CHECK_EVENTS, BATCH_WRITABLE_EVENTS
 from dagster._core.events.log import EventLogEntry
 from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.base_storage import DagsterStorage
+from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage as _EventLogStorage
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage as _RunStorage
@@ -148,6 +151,7 @@ class SqliteEventLogStorage(_EventLogStorage):
         self._index = Engines(kept=1, keep_open=True, timeout=SQLITE_BUSY_TIMEOUT_SECONDS)
         self._runs = Engines(kept=ENGINES_KEPT, keep_open=False, timeout=SQLITE_BUSY_TIMEOUT_SECONDS)
         self._serialized: tuple[EventLogEntry | None, str] = (None, "")  # the last event serialized, and its text
+        self._batch = threading.local()  # .index: the index connection of the batch this thread stores
         super().__init__(base_dir, inst_data)
 
     def _engine(self, shard: str) -> Engine:
@@ -155,6 +159,10 @@ class SqliteEventLogStorage(_EventLogStorage):
 
     @contextmanager
     def _connect(self, shard: str) -> Iterator[Connection]:
+        batch = getattr(self._batch, "index", None) if shard == INDEX_SHARD_NAME else None
+        if batch is not None:  # Dagster's writes of an event of the batch join its transaction
+            yield batch
+            return
         with self._db_lock:
             engine = self._engine(shard)
             if shard not in self._initialized_dbs:  # a run's database is created on its first event
@@ -182,40 +190,55 @@ class SqliteEventLogStorage(_EventLogStorage):
         return values
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
-        """Store the events of one batch as :meth:`store_event` stores each, in one transaction per
-        database: the run's log, then the index (the asset events' copies, their tags and their
-        assets' entries). Dagster sends a batch (the :class:`ProjectInstance`'s ``EVENT_BATCH_SIZE``)
-        for the planned materializations of a run and a step's materializations of a range of
-        partitions, one event per asset and day, where a connection opened and committed per event
-        cost 6 to 11 ms each. Asset check events keep their own writes after the batch's; a batch of
-        several runs (Dagster sends none) is stored event by event."""
-        if len({event.run_id for event in events}) != 1:
+        """Store a batch as :meth:`store_event` stores each event, in one transaction per database:
+        the run's log, then the index (the events' copies, the asset events' tags and their
+        assets' entries, the planned checks' executions).
+
+        Dagster sends a batch (the :class:`ProjectInstance`'s ``EVENT_BATCH_SIZE``) for the planned
+        materializations and checks of a run and a step's materializations of a range of
+        partitions, one event per asset and day; a connection opened and committed per event
+        cost 6 to 11 ms each. When this method raises, Dagster stores every event of the batch
+        again, one by one; so it stores all or nothing: if the index's transaction fails, the
+        rows just committed to the run's log are deleted before the error is raised.
+        """
+        if len({event.run_id for event in events}) != 1 or any(
+                e.dagster_event_type not in BATCH_WRITABLE_EVENTS for e in events):  # Dagster sends neither
             super().store_event_batch(events)
             return
-        statements, texts = [], []
-        for event in events:
-            statements.append(self.prepare_insert_event(event))
-            texts.append(self._serialized[1])
+        rows = [self._event_to_row(event) for event in events]
         with self.run_connection(events[0].run_id) as conn:
-            for statement in statements:
-                conn.execute(statement)
-        assets = [i for i, event in enumerate(events)
-                  if event.dagster_event_type in ASSET_EVENTS and event.get_dagster_event().asset_key]
-        if assets:
+            logged = [self._insert(conn, row) for row in rows]
+        try:
             with self.index_transaction() as conn:
-                ids = []
-                for i in assets:
-                    with db_result(conn, statements[i]) as result:
-                        ids.append(result.inserted_primary_key[0])
-                self._store_asset_event_tags(conn, [events[i] for i in assets], ids)
-                for i, event_id in zip(assets, ids):
-                    self._serialized = (events[i], texts[i])
-                    self._store_asset_event(conn, events[i], event_id)
-        for i, event in enumerate(events):
+                self._batch.index = conn
+                try:
+                    self._index_batch(conn, events, rows)
+                finally:
+                    self._batch.index = None
+        except Exception:
+            with self.run_connection(events[0].run_id) as conn:
+                conn.execute(SqlEventLogStorageTable.delete().where(SqlEventLogStorageTable.c.id.in_(logged)))
+            raise
+
+    def _index_batch(self, conn: Connection, events: Sequence[EventLogEntry], rows: Sequence[dict[str, Any]]) -> None:
+        """The index's part of :meth:`store_event`, for every event of a batch, on one connection."""
+        assets, ids = [], []
+        for event, row in zip(events, rows):
+            event_id = self._insert(conn, row)
             if event.dagster_event_type in ASSET_CHECK_EVENTS:
-                with self.index_connection() as conn, db_result(conn, statements[i]) as result:
-                    event_id = result.inserted_primary_key[0]
-                self.store_asset_check_event(event, event_id)
+                self.store_asset_check_event(event, event_id)  # its writes join the batch's transaction
+            elif event.get_dagster_event().asset_key:
+                assets.append((event, row["event"]))
+                ids.append(event_id)
+        self._store_asset_event_tags(conn, [event for event, _ in assets], ids)
+        for (event, text), event_id in zip(assets, ids):
+            self._serialized = (event, text)  # the entry reuses the text just written
+            self._store_asset_event(conn, event, event_id)
+
+    @staticmethod
+    def _insert(conn: Connection, row: dict[str, Any]) -> int:
+        with db_result(conn, SqlEventLogStorageTable.insert().values(**row)) as result:
+            return result.inserted_primary_key[0]
 
     def has_table(self, table_name: str) -> bool:
         engine = self._engine(INDEX_SHARD_NAME)
