@@ -23,7 +23,7 @@ def test_a_longer_run_lists_its_months_with_the_sums_of_their_days():
     table = days_metadata(_days(45), "Days loaded")  # 2026-06-01 to 2026-07-15
     # June: 30 days, rows 0 + 1 + ... + 29 = 435; July: 15 days, rows 30 + ... + 44 = 15 * 37 = 555, the last one changed
     assert [r.data for r in table.value.records] == [
-        {"month": "2026-06", "days": 30, "files": 30, "rows": 435, "change": "new"},
-        {"month": "2026-07", "days": 15, "files": 15, "rows": 555, "change": "changed, new"},
+        {"month": "2026-06", "days": 30, "files": 30, "rows": 435, "change": "new 30"},
+        {"month": "2026-07", "days": 15, "files": 15, "rows": 555, "change": "changed 1, new 14"},
     ]
     assert table.value.schema.columns[0].description == "Days loaded, by month (45 days)"
