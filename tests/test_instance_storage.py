@@ -267,8 +267,7 @@ def ranged(context: dg.AssetExecutionContext):
     check = dg.AssetCheckKey(dg.AssetKey("ranged"), "rows_positive")  # planned before the step starts
     seen = [c.status.value for c in context.instance.event_log_storage.get_asset_check_execution_history(check, limit=5)]
     return dg.MaterializeResult(metadata={"first": days_run.start, "last": days_run.end, "check_seen": str(seen)},
-                                check_results=[dg.AssetCheckResult(check_name="rows_positive", passed=True)],
-                                )
+                                check_results=[dg.AssetCheckResult(check_name="rows_positive", passed=True)])
 
 
 ranged_job = dg.Definitions(assets=[ranged], jobs=[dg.define_asset_job("ranged_job", selection=[ranged])]).resolve_job_def(
@@ -321,7 +320,7 @@ def test_a_range_of_partitions_is_stored_in_batches_that_read_as_dagsters_own_wr
             views[name] = _ranged_view(instance, result.run_id)
             run_id = result.run_id
     assert views["project"] == views["own"]
-    assert views["own"]["partitions"] == ["2026-01-01", "2026-01-02", "2026-01-03"]
+    assert views["own"]["partitions"] == RANGE_DAYS
     assert views["own"]["materialized"][0] == ("2026-01-01", "2026-01-01", "['PLANNED']")
     # the planned events of the run (3 days and the check) and the step's 3 materializations, each in one batch
     assert sorted(batches) == [["ASSET_CHECK_EVALUATION_PLANNED"] + ["ASSET_MATERIALIZATION_PLANNED"] * 3,

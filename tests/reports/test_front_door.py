@@ -77,7 +77,7 @@ def test_an_earlier_look_prints_no_figure_of_a_later_night(bundled_night, monkey
     assert "Loop health, the last" in latest and "Exploration funnel (admissions" in latest
 
 
-def test_the_first_runs_tables_of_days_list_months(bundled_night, monkeypatch):
+def test_the_first_runs_tables_of_days_list_months(bundled_night):
     """The bundled landing spans 139 days, which the first run loads as one range; each day's
     materialization carries the run's table of days, by month (zcl_assets.defs.metadata)."""
     import dagster as dg

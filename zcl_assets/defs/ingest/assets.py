@@ -5,8 +5,9 @@ subsettable multi-asset: a run materializes the selected ones for a range of day
 loading the days among them whose landed files changed (``zcl_assets.ingest.archive``) and
 staging them, the cross-row rules re-checked for the keys those days change
 (``zcl_assets.ingest.staging``). The metadata of each materialization lists the days it
-touched with their own counts (by month for a run of more than a month of days). Staging reads the already staged tables for its cross-row
-rules, so tables are staged in dependency order (``deps``, and ``CONTRACTS``'s order).
+touched with their own counts (by month for a run of more than 31 days). Staging reads the
+already staged tables for its cross-row rules, so tables are staged in dependency order
+(``deps``, and ``CONTRACTS``'s order).
 """
 
 import dagster as dg
