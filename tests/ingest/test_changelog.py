@@ -72,3 +72,26 @@ def test_the_first_load_logs_nothing_no_consumer_would_read():
     _record(con, "staged_sessions", "s3")  # experience reads it; loop_health, without a cursor, will not
     assert _logged(con) == 1
     assert _sessions(con, changelog.changes_since(con, "experience", "v1")) == ["s3"]
+
+
+def test_a_consumer_rebuilds_in_full_when_a_source_changed_nearly_whole(monkeypatch):
+    monkeypatch.setattr(changelog, "FULL_REBUILD_ROWS", 3)  # 1,000,000 in a night
+    con = _con()
+    con.execute("DROP TABLE staged_outcomes")  # six rows of it suffice here
+    con.execute("CREATE TABLE staged_outcomes AS SELECT 's' || range AS session_id FROM range(6)")
+    changelog.advance(con, "verification_records", "v1", changelog.changes_since(con, "verification_records", "v1"))
+    for session in ("s0", "s1", "s2"):  # 3 keys of 6 rows: not more than half
+        _record(con, "staged_outcomes", session)
+    _record(con, "staged_sessions", "s9")  # 1 key of an empty table: under the floor
+    changes = changelog.changes_since(con, "verification_records", "v1")
+    assert not changes.full and _sessions(con, changes) == ["s0", "s1", "s2", "s9"]
+    _record(con, "staged_outcomes", "s3")  # 4 keys of 6 rows: a full rebuild, which reads no key
+    changes = changelog.changes_since(con, "verification_records", "v1")
+    assert changes.full and _sessions(con, changes) == []
+    changelog.advance(con, "verification_records", "v1", changes)
+    assert changelog.changes_since(con, "verification_records", "v1") == changelog.Changes(False, changes.upto,
+                                                                                             "changes_verification_records")
+    monkeypatch.setattr(changelog, "FULL_REBUILD_ROWS", 5)  # the same 4 keys of 6 rows, under the floor
+    for session in ("s0", "s1", "s2", "s3"):
+        _record(con, "staged_outcomes", session)
+    assert not changelog.changes_since(con, "verification_records", "v1").full
