@@ -82,7 +82,7 @@ SQL_MUTANTS: tuple[PlantedChange, ...] = (
             "FROM ranked WHERE k > 1", "FROM ranked WHERE k >= 1",
             "every copy of a repeated key is quarantined, the first one too", STAGING),
     _change("outcomes_of_known_sessions_held", "sql/find_outcomes_of_unknown_sessions.sql",
-            "ANTI JOIN staged_sessions", "SEMI JOIN staged_sessions",
+            "ANTI JOIN staged USING", "SEMI JOIN staged USING",
             "anti-join made a semi-join: outcomes of known sessions are held back", STAGING),
     _change("undeclared_arm_rule_inverted", "sql/find_undeclared_arms.sql",
             "WHERE NOT list_contains(", "WHERE list_contains(",

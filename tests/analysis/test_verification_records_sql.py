@@ -54,6 +54,7 @@ def verification_records() -> dict[tuple[str, str], tuple[bool, str]]:
     con.register("evaluation_contracts_batch", batch)
     con.execute(load_sql("create_evaluation_contracts"))
     con.execute("CREATE TEMP VIEW scope_outcomes AS SELECT * FROM staged_outcomes")
+    con.execute("CREATE TEMP VIEW scope_session_tasks AS SELECT * FROM staged_sessions")
     con.execute(f"CREATE TABLE verification_records AS {load_sql('select_verification_records')}")
     rows = con.execute(
         "SELECT session_id, evaluator_kind, authoritative, contract FROM verification_records").fetchall()

@@ -29,6 +29,8 @@ from zcl_assets.ingest.versions import code_fingerprint
 from zcl_assets.warehouse import has_table, transaction
 
 VERIFICATION_SQL = ("create_evaluation_contracts", "select_verification_records")
+SESSION_TASK = "session_id, org_id, task_type"
+"""What the verification records read of a session (temp relation ``scope_session_tasks``)."""
 EXPERIENCE_SQL = ("select_experience_scope", "select_experience_exclusions", "insert_experience_unit_exclusions",
                   "select_experience", "delete_experience_quarantine", "insert_experience_quarantine")
 
@@ -86,6 +88,7 @@ def build_verification_records(con: duckdb.DuckDBPyConnection, contracts: list[E
         engine.execute(con, load_sql("create_evaluation_contracts"))
         if changes.full:
             con.execute("CREATE OR REPLACE TEMP VIEW scope_outcomes AS SELECT * FROM staged_outcomes")
+            con.execute(f"CREATE OR REPLACE TEMP VIEW scope_session_tasks AS SELECT {SESSION_TASK} FROM staged_sessions")
             engine.execute(con, f"CREATE OR REPLACE TABLE verification_records AS {select}")
             changelog.record(con, "verification_records", "SELECT NULL AS experiment_id, session_id, partition_day AS day "
                              "FROM verification_records")
@@ -94,6 +97,9 @@ def build_verification_records(con: duckdb.DuckDBPyConnection, contracts: list[E
                         "WHERE session_id IS NOT NULL")
             con.execute("CREATE OR REPLACE TEMP VIEW scope_outcomes AS SELECT * FROM staged_outcomes "
                         "WHERE session_id IN (SELECT session_id FROM scope_sessions)")
+            # looked up on their own: joined to the outcomes, every staged session was read
+            con.execute(f"CREATE OR REPLACE TEMP TABLE scope_session_tasks AS SELECT {SESSION_TASK} FROM staged_sessions "
+                        "SEMI JOIN scope_sessions USING (session_id)")
             con.execute("DELETE FROM verification_records WHERE session_id IN (SELECT session_id FROM scope_sessions)")
             engine.execute(con, f"INSERT INTO verification_records {select}")
             changelog.record(con, "verification_records", "SELECT NULL AS experiment_id, session_id, NULL AS day FROM scope_sessions")
