@@ -87,24 +87,39 @@ def build_verification_records(con: duckdb.DuckDBPyConnection, contracts: list[E
     with transaction(con, evaluation_contracts_batch=contracts_frame(contracts)):
         engine.execute(con, load_sql("create_evaluation_contracts"))
         if changes.full:
-            con.execute("CREATE OR REPLACE TEMP VIEW scope_outcomes AS SELECT * FROM staged_outcomes")
-            con.execute(f"CREATE OR REPLACE TEMP VIEW scope_session_tasks AS SELECT {SESSION_TASK} FROM staged_sessions")
-            engine.execute(con, f"CREATE OR REPLACE TABLE verification_records AS {select}")
-            changelog.record(con, "verification_records", "SELECT NULL AS experiment_id, session_id, partition_day AS day "
-                             "FROM verification_records")
+            _rebuild_verification_records(con, select, engine)
         else:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE scope_sessions AS SELECT DISTINCT session_id FROM {changes.relation} "
-                        "WHERE session_id IS NOT NULL")
-            con.execute("CREATE OR REPLACE TEMP VIEW scope_outcomes AS SELECT * FROM staged_outcomes "
-                        "WHERE session_id IN (SELECT session_id FROM scope_sessions)")
-            # looked up on their own: joined to the outcomes, every staged session was read
-            con.execute(f"CREATE OR REPLACE TEMP TABLE scope_session_tasks AS SELECT {SESSION_TASK} FROM staged_sessions "
-                        "SEMI JOIN scope_sessions USING (session_id)")
-            con.execute("DELETE FROM verification_records WHERE session_id IN (SELECT session_id FROM scope_sessions)")
-            engine.execute(con, f"INSERT INTO verification_records {select}")
-            changelog.record(con, "verification_records", "SELECT NULL AS experiment_id, session_id, NULL AS day FROM scope_sessions")
+            _replace_verification_records(con, changes, select, engine)
         changelog.advance(con, "verification_records", fingerprint, changes)
     return True
+
+
+def _rebuild_verification_records(con: duckdb.DuckDBPyConnection, select: str, engine: Engine) -> None:
+    """Every verification record built again; the sessions of the records it replaced and of
+    those it wrote logged (a full rebuild also runs without new code, when most outcomes
+    changed: then the tables derived from it rebuild only what the log names)."""
+    con.execute("CREATE OR REPLACE TEMP VIEW scope_outcomes AS SELECT * FROM staged_outcomes")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW scope_session_tasks AS SELECT {SESSION_TASK} FROM staged_sessions")
+    keys = "SELECT NULL AS experiment_id, session_id, partition_day AS day FROM verification_records"
+    if has_table(con, "main.verification_records"):
+        changelog.record(con, "verification_records", keys)
+    engine.execute(con, f"CREATE OR REPLACE TABLE verification_records AS {select}")
+    changelog.record(con, "verification_records", keys)
+
+
+def _replace_verification_records(con: duckdb.DuckDBPyConnection, changes: changelog.Changes, select: str,
+                                  engine: Engine) -> None:
+    """The verification records of the sessions the changes name replaced, and those sessions logged."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE scope_sessions AS SELECT DISTINCT session_id FROM {changes.relation} "
+                "WHERE session_id IS NOT NULL")
+    con.execute("CREATE OR REPLACE TEMP VIEW scope_outcomes AS SELECT * FROM staged_outcomes "
+                "WHERE session_id IN (SELECT session_id FROM scope_sessions)")
+    # the sessions looked up by their ids: joined to the outcomes, every staged session was read
+    con.execute(f"CREATE OR REPLACE TEMP VIEW scope_session_tasks AS SELECT {SESSION_TASK} FROM staged_sessions "
+                "SEMI JOIN scope_sessions USING (session_id)")
+    con.execute("DELETE FROM verification_records WHERE session_id IN (SELECT session_id FROM scope_sessions)")
+    engine.execute(con, f"INSERT INTO verification_records {select}")
+    changelog.record(con, "verification_records", "SELECT NULL AS experiment_id, session_id, NULL AS day FROM scope_sessions")
 
 
 def build_experience(con: duckdb.DuckDBPyConnection, contracts: list[EvaluationContract], engine: Engine = DUCKDB) -> bool:
