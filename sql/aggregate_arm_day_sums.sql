@@ -52,12 +52,18 @@ WITH registered AS (
     -- the units whose path changes on or after their experiment's from_day
     SELECT DISTINCT experiment_id, unit FROM recent
     WHERE (by_user OR revised) AND CAST(greatest(assigned_at, coalesce(recorded_at, assigned_at)) AS DATE) >= from_day
+), pathed AS NOT MATERIALIZED (
+    -- every row of the units that take a path: those of user-randomized experiments and the revised
+    -- sessions of the others, in two branches so that each filter reaches the scan (without a
+    -- user-randomized experiment the first reads nothing, and the second skips the stored blocks
+    -- without a revised session), not the whole table read to find the touched units' rows
+    SELECT * FROM keyed WHERE by_user
+    UNION ALL SELECT * FROM keyed WHERE revised AND by_user IS NOT TRUE
 ), assigned AS NOT MATERIALIZED (
     SELECT * FROM recent
     WHERE NOT by_user AND NOT revised AND CAST(greatest(assigned_at, coalesce(recorded_at, assigned_at)) AS DATE) >= from_day
     UNION ALL
-    SELECT k.* FROM keyed k SEMI JOIN touched t ON t.experiment_id = k.experiment_id AND t.unit = k.unit
-    WHERE k.by_user OR k.revised
+    SELECT k.* FROM pathed k SEMI JOIN touched t ON t.experiment_id = k.experiment_id AND t.unit = k.unit
 ), unit_first AS (
     SELECT experiment_id, unit, min(assigned_at) AS first_assigned_at FROM assigned
     WHERE by_user OR revised GROUP BY ALL
