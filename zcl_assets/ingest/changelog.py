@@ -121,10 +121,11 @@ def changes_since(con: duckdb.DuckDBPyConnection, consumer: str, fingerprint: st
 def _mostly_changed(con: duckdb.DuckDBPyConnection, relation: str) -> bool:
     """Whether one source in the changes ``relation`` has ``FULL_REBUILD_ROWS`` changed keys or more,
     and more than half as many as its rows (a source that is not a table has none)."""
-    if con.execute(f"SELECT count(*) FROM {relation}").fetchone()[0] < FULL_REBUILD_ROWS:
-        return False
-    for source, keys in con.execute(
-            f"SELECT source, count(DISTINCT (experiment_id, session_id)) FROM {relation} GROUP BY source").fetchall():
+    large = con.execute(f"SELECT source FROM {relation} GROUP BY source HAVING count(*) >= $least",
+                        {"least": FULL_REBUILD_ROWS}).fetchall()
+    for (source,) in large:  # keys are counted only where the changed rows alone could reach the threshold
+        keys = con.execute(f"SELECT count(DISTINCT (experiment_id, session_id)) FROM {relation} WHERE source = $source",
+                           {"source": source}).fetchone()[0]
         rows = con.execute(f"SELECT count(*) FROM main.{source}").fetchone()[0] if has_table(con, f"main.{source}") else 0
         if keys >= FULL_REBUILD_ROWS and keys > rows / 2:
             return True
