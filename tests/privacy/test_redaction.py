@@ -19,6 +19,7 @@ from zcl_assets.privacy.redaction import (
     DEFAULT_PATTERNS,
     OUTSIDE_CONTRACT,
     PATTERNS_ENV,
+    Pattern,
     Redactor,
     current_redactor,
     load_patterns,
@@ -82,6 +83,14 @@ def test_python_and_duckdb_redact_alike(text):
         detected, redacted = con.execute(f"SELECT {redactor.detect_sql('$t')}, {redactor.redact_sql('$t')}", {"t": text}).fetchone()
     assert redacted == redactor.redact(text)
     assert detected == (redactor.first_kind(text) is not None)
+
+
+def test_a_users_pattern_with_a_flag_for_the_whole_expression_still_redacts():
+    # "(?i)" cannot be joined with the other patterns into one search (Python 3.11 refuses a global
+    # flag inside a group), so each pattern is applied on its own, as for every text that holds a match
+    redactor = Redactor(DEFAULT_PATTERNS + (Pattern("animal", "(?i)zebra"),))
+    assert redactor.redact("a ZEBRA and alice@example.com") == "a <redacted:animal> and <redacted:email>"
+    assert redactor.redact("a horse") == "a horse"
 
 
 def test_a_record_keeps_its_field_names_but_only_the_contracts_values():

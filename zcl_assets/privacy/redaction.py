@@ -26,7 +26,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 import duckdb
@@ -123,14 +123,25 @@ class Redactor:
 
     patterns: tuple[Pattern, ...] = DEFAULT_PATTERNS
 
+    @cached_property
     def _compiled(self) -> list[tuple[re.Pattern[str], str, str]]:
+        """The compiled patterns, kept on the instance: looking them up by ``patterns`` hashed every
+        pattern of the tuple on every call, a third of the cost of redacting a quarantined record."""
         return _compile(self.patterns)
 
+    @cached_property
+    def _any_pattern(self) -> re.Pattern[str] | None:
+        return _any_pattern(self.patterns)
+
     def redact(self, text: str | None) -> str | None:
-        """``text`` with every match replaced by its placeholder (None stays None)."""
+        """``text`` with every match replaced by its placeholder (None stays None). A text in which no
+        pattern matches is returned after one search for all of them at once (:func:`_any_pattern`),
+        not one replacement per pattern: most texts hold nothing to redact."""
         if not text:
             return text
-        for compiled, replacement, _ in self._compiled():
+        if self._any_pattern is not None and not self._any_pattern.search(text):
+            return text
+        for compiled, replacement, _ in self._compiled:
             text = compiled.sub(replacement, text)
         return text
 
@@ -138,7 +149,7 @@ class Redactor:
         """The kind of the first pattern that matches ``text``, or None."""
         if not text:
             return None
-        for compiled, _, kind in self._compiled():
+        for compiled, _, kind in self._compiled:
             if compiled.search(text):
                 return kind
         return None
@@ -163,6 +174,17 @@ class Redactor:
 @cache
 def _compile(patterns: tuple[Pattern, ...]) -> list[tuple[re.Pattern[str], str, str]]:
     return [(re.compile(p.regex, re.ASCII), p.replacement, p.kind) for p in patterns]
+
+
+@cache
+def _any_pattern(patterns: tuple[Pattern, ...]) -> re.Pattern[str] | None:
+    """One regex that matches where any of ``patterns`` matches (their alternation: a search finds a
+    match exactly when one of them matches somewhere), or None when they cannot be joined (a
+    user's pattern with a flag that applies to the whole expression)."""
+    try:
+        return re.compile("|".join(f"(?:{p.regex})" for p in patterns), re.ASCII)
+    except re.error:
+        return None
 
 
 def load_patterns(path: Path) -> tuple[Pattern, ...]:
