@@ -85,12 +85,15 @@ def test_python_and_duckdb_redact_alike(text):
     assert detected == (redactor.first_kind(text) is not None)
 
 
-def test_a_users_pattern_with_a_flag_for_the_whole_expression_still_redacts():
+def test_a_pattern_that_cannot_be_joined_with_the_others_still_redacts():
     # "(?i)" cannot be joined with the other patterns into one search (Python 3.11 refuses a global
     # flag inside a group), so each pattern is applied on its own, as for every text that holds a match
     redactor = Redactor(DEFAULT_PATTERNS + (Pattern("animal", "(?i)zebra"),))
     assert redactor.redact("a ZEBRA and alice@example.com") == "a <redacted:animal> and <redacted:email>"
     assert redactor.redact("a horse") == "a horse"
+    # nor can a pattern that refers to its own group by number (it would refer to another's once joined)
+    doubled = Redactor(DEFAULT_PATTERNS + (Pattern("doubled", r"\b([a-z])\1\b"),))
+    assert doubled.redact("zz a aa") == "<redacted:doubled> a <redacted:doubled>"
 
 
 def test_a_record_keeps_its_field_names_but_only_the_contracts_values():

@@ -176,11 +176,18 @@ def _compile(patterns: tuple[Pattern, ...]) -> list[tuple[re.Pattern[str], str, 
     return [(re.compile(p.regex, re.ASCII), p.replacement, p.kind) for p in patterns]
 
 
+_GROUP_REFERENCE = re.compile(r"\\[1-9]|\(\?\(|\(\?P=")
+"""A reference to a group (``\\1``, ``(?(1)...)``, ``(?P=name)``): its number would change in a joined regex."""
+
+
 @cache
 def _any_pattern(patterns: tuple[Pattern, ...]) -> re.Pattern[str] | None:
     """One regex that matches where any of ``patterns`` matches (their alternation: a search finds a
     match exactly when one of them matches somewhere), or None when they cannot be joined (a
-    user's pattern with a flag that applies to the whole expression)."""
+    pattern with a flag that applies to the whole expression, or one that refers to a group: the
+    documented patterns have neither, but a pattern built in code may)."""
+    if any(_GROUP_REFERENCE.search(p.regex) for p in patterns):
+        return None
     try:
         return re.compile("|".join(f"(?:{p.regex})" for p in patterns), re.ASCII)
     except re.error:

@@ -12,6 +12,7 @@ why, the index lists it first, the check ``every_page_drawn`` fails) and the oth
 
 
 from collections.abc import Iterable
+from contextlib import suppress
 from pathlib import Path
 
 import dagster as dg
@@ -46,7 +47,9 @@ def plot_cache(warehouse: Warehouse) -> Path:
 PAGES_PER_BATCH = 50
 """Pages whose materializations the instance stores in one transaction (``zcl_assets.instance_storage``):
 stored one by one, 1,000 pages took 20.5 s to record, in batches of 50 11.1 s (cProfile, a night of 1,000
-experiments); a failed step loses none of the pages it received (:func:`_record_pages`)."""
+experiments). A step that raises still records the pages it received (:func:`_record_pages`); a process
+killed outright, or stopped while a batch is logged, loses that batch's pages: those experiments keep
+their previous page as the latest until the next night draws it again."""
 
 
 def _record_pages(context: dg.AssetExecutionContext, pages: Iterable[Page]) -> tuple[dict, list[IndexRow], dict]:
@@ -67,8 +70,11 @@ def _record_pages(context: dg.AssetExecutionContext, pages: Iterable[Page]) -> t
             if len(waiting) == PAGES_PER_BATCH:
                 full, waiting = waiting, []
                 log_batch(context, full)
-    finally:
-        log_batch(context, waiting)
+    except BaseException:
+        with suppress(Exception):  # the error that stopped the pages is the one to raise
+            log_batch(context, waiting)
+        raise
+    log_batch(context, waiting)
     return plots, rows, failures
 
 
