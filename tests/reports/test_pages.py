@@ -267,3 +267,48 @@ def test_a_report_that_fails_after_some_pages_keeps_the_pages_it_received(looked
                   for r in instance.fetch_materializations(dg.AssetKey("experiment_report"), limit=1000).records]
     first_two = [v.experiment_id for v in _views(warehouse)[:2]]
     assert batches == [first_two] and sorted(stored) == sorted(first_two)
+
+
+def test_a_storage_error_while_keeping_the_pages_does_not_hide_the_error_that_stopped_them(looked, tmp_path, monkeypatch):
+    from contextlib import contextmanager
+
+    from resources import Warehouse
+    from zcl_assets.defs.reports import assets as report_assets
+    from zcl_assets.instance_storage import SqliteEventLogStorage
+    from zcl_assets.reports.plots import PlotCache
+
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copy(looked.warehouse, warehouse)
+
+    @contextmanager
+    def two_pages_then_a_failure(request, expected, warn):
+        def pages(views):
+            for view in views[:2]:
+                yield report_pages.draw_page(view, PlotCache(str(tmp_path / "plots")))
+            raise RuntimeError("the page source broke")
+        yield pages
+
+    def page(event) -> bool:
+        return (event.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION
+                and event.get_dagster_event().asset_key == dg.AssetKey("experiment_report"))
+
+    def full_disk(self, events):
+        if any(page(e) for e in events):
+            raise OSError("the disk is full")
+        return store(self, events)
+
+    def full_disk_one(self, event):  # Dagster's fallback when a batch fails: one event at a time
+        if page(event):
+            raise OSError("the disk is full")
+        return store_one(self, event)
+
+    store, store_one = SqliteEventLogStorage.store_event_batch, SqliteEventLogStorage.store_event
+    monkeypatch.setattr(report_assets, "page_source", two_pages_then_a_failure)
+    monkeypatch.setattr(SqliteEventLogStorage, "store_event_batch", full_disk)
+    monkeypatch.setattr(SqliteEventLogStorage, "store_event", full_disk_one)
+    with _project_instance(tmp_path / "home") as instance:
+        result = dg.materialize([analysis_report], instance=instance, raise_on_error=False,
+                                resources={"warehouse": Warehouse(path=str(warehouse))})
+    (failure,) = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
+    cause = failure.step_failure_data.error.cause  # the step's error, under Dagster's "error while executing"
+    assert (cause.cls_name, cause.message.strip()) == ("RuntimeError", "RuntimeError: the page source broke")
