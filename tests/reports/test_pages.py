@@ -238,10 +238,10 @@ def test_the_report_stores_its_pages_in_batches_and_each_page_once(looked, tmp_p
     assert stored == reference
 
 
-def test_a_report_that_fails_after_some_pages_keeps_the_pages_it_received(looked, tmp_path, monkeypatch):
+def _failing_after_two_pages(looked, tmp_path, monkeypatch):
+    """A copy of the looked warehouse, and a report whose page source yields two pages and then raises."""
     from contextlib import contextmanager
 
-    from resources import Warehouse
     from zcl_assets.defs.reports import assets as report_assets
     from zcl_assets.reports.plots import PlotCache
 
@@ -257,6 +257,14 @@ def test_a_report_that_fails_after_some_pages_keeps_the_pages_it_received(looked
         yield pages
 
     monkeypatch.setattr(report_assets, "page_source", two_pages_then_a_failure)
+    return warehouse
+
+
+def test_a_report_that_fails_after_some_pages_keeps_the_pages_it_received(looked, tmp_path, monkeypatch):
+    from resources import Warehouse
+    from zcl_assets.defs.reports import assets as report_assets
+
+    warehouse = _failing_after_two_pages(looked, tmp_path, monkeypatch)
     monkeypatch.setattr(report_assets, "PAGES_PER_BATCH", 50)  # both pages wait in an unfinished batch
     batches = _stored_batches(monkeypatch)
     with _project_instance(tmp_path / "home") as instance:
@@ -270,23 +278,10 @@ def test_a_report_that_fails_after_some_pages_keeps_the_pages_it_received(looked
 
 
 def test_a_storage_error_while_keeping_the_pages_does_not_hide_the_error_that_stopped_them(looked, tmp_path, monkeypatch):
-    from contextlib import contextmanager
-
     from resources import Warehouse
-    from zcl_assets.defs.reports import assets as report_assets
     from zcl_assets.instance_storage import SqliteEventLogStorage
-    from zcl_assets.reports.plots import PlotCache
 
-    warehouse = tmp_path / "warehouse.duckdb"
-    shutil.copy(looked.warehouse, warehouse)
-
-    @contextmanager
-    def two_pages_then_a_failure(request, expected, warn):
-        def pages(views):
-            for view in views[:2]:
-                yield report_pages.draw_page(view, PlotCache(str(tmp_path / "plots")))
-            raise RuntimeError("the page source broke")
-        yield pages
+    warehouse = _failing_after_two_pages(looked, tmp_path, monkeypatch)
 
     def page(event) -> bool:
         return (event.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION
@@ -303,7 +298,6 @@ def test_a_storage_error_while_keeping_the_pages_does_not_hide_the_error_that_st
         return store_one(self, event)
 
     store, store_one = SqliteEventLogStorage.store_event_batch, SqliteEventLogStorage.store_event
-    monkeypatch.setattr(report_assets, "page_source", two_pages_then_a_failure)
     monkeypatch.setattr(SqliteEventLogStorage, "store_event_batch", full_disk)
     monkeypatch.setattr(SqliteEventLogStorage, "store_event", full_disk_one)
     with _project_instance(tmp_path / "home") as instance:
