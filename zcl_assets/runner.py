@@ -17,12 +17,16 @@ from filelock import FileLock
 
 from zcl_assets.definitions import build_resources, defs
 from zcl_assets.defs.nightly import add_days, plan_night
+from zcl_assets.warehouse import held_open
 
 
 def run_night(
     instance: dg.DagsterInstance, as_of: str, echo: Callable[[str], None] = lambda _: None, log_level: str = "INFO"
 ) -> list[dg.ExecuteInProcessResult]:
     """Ingest what changed, then take the look ``as_of``, in one run of ``nightly_job``.
+
+    The runs hold the warehouse file open (``zcl_assets.warehouse.held_open``): their steps run
+    in this process, one after the other.
 
     ``log_level`` sets the console logger of the run (the full event log is in the instance).
 
@@ -32,27 +36,27 @@ def run_night(
         echo(f"warning: run {run_id} of a process that is gone was marked failed and its pool slots freed")
     definitions = defs()
     resources = build_resources()
-    results = []
     for _table, path, rule, reason in resources["landing"].stray_files():
         echo(f"warning: landed file not read: {path} ({rule}: {reason})")
     plan = plan_night(resources["landing"], resources["warehouse"], as_of, instance)
     add_days(instance, plan.new_days)
-    for request in plan.requests:
-        job = definitions.resolve_job_def(request.job_name)
-        ingesting = sorted({k.path[-1].split("_", 1)[1] for k in request.asset_selection or [] if k.path[-1].startswith("raw_")})
-        days = _days_of(request)
-        what = f"loading {', '.join(ingesting)} for {days}" if ingesting else "no changed landed files"
-        echo(f"run {request.job_name}: {what}, look as of {as_of}")
-        result = job.execute_in_process(
-            instance=instance,
-            tags={**request.tags, **_owner_tags()},
-            run_config={**(request.run_config or {}), "loggers": {"console": {"config": {"log_level": log_level}}}},
-            asset_selection=request.asset_selection,
-            raise_on_error=False,
-        )
-        results.append(result)
-        if not result.success:
-            break
+    results = []
+    with held_open(resources["warehouse"].path):
+        for request in plan.requests:
+            job = definitions.resolve_job_def(request.job_name)
+            ingesting = sorted({k.path[-1].split("_", 1)[1] for k in request.asset_selection or [] if k.path[-1].startswith("raw_")})
+            what = f"loading {', '.join(ingesting)} for {_days_of(request)}" if ingesting else "no changed landed files"
+            echo(f"run {request.job_name}: {what}, look as of {as_of}")
+            result = job.execute_in_process(
+                instance=instance,
+                tags={**request.tags, **_owner_tags()},
+                run_config={**(request.run_config or {}), "loggers": {"console": {"config": {"log_level": log_level}}}},
+                asset_selection=request.asset_selection,
+                raise_on_error=False,
+            )
+            results.append(result)
+            if not result.success:
+                break
     return results
 
 

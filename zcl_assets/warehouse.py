@@ -1,7 +1,9 @@
 """The DuckDB warehouse, without Dagster: connect, transactions, the schema and its inventory.
 
 The file is opened only for the duration of one ``connect()`` block and always closed, even
-when the body raises, so analysts can open the file read-only between runs. Every connection
+when the body raises, so analysts can open the file read-only between runs; within
+:func:`held_open` (the block of an in-process run), the connections are cursors of one open
+file, closed when the block ends. Every connection
 runs with ``TimeZone=UTC`` so that naive timestamps are UTC and offsets are kept
 (``TIMESTAMPTZ``). ``resources.warehouse.Warehouse`` is the Dagster resource over this.
 """
@@ -12,7 +14,7 @@ import logging
 import re
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,7 +108,7 @@ class DuckDBWarehouse:
         if read_only and not db_path.exists():
             raise FileNotFoundError(f"warehouse {db_path} does not exist yet: run `zcl run` first")
         db_path.parent.mkdir(parents=True, exist_ok=True)
-        con = self._open(db_path, read_only)
+        con = self._cursor_of_held(db_path) or self._open(db_path, read_only)
         try:
             session_settings(con)
             con.execute(f"SET memory_limit = '{check_memory_limit(self.memory_limit)}'")
@@ -119,8 +121,21 @@ class DuckDBWarehouse:
                 con.execute("SET max_vacuum_tasks = 0")
                 ensure_schema(con)
             yield con
+        except duckdb.FatalException:
+            _forget_held(str(db_path.resolve()))  # the database is invalidated: the next block opens the file again
+            raise
         finally:
             con.close()
+
+    def _cursor_of_held(self, db_path: Path) -> duckdb.DuckDBPyConnection | None:
+        """A new cursor of the file :func:`held_open` keeps open (opened here on its first use:
+        read-write, since writes follow); None when the file is not held."""
+        key = str(db_path.resolve())
+        if key not in _HELD:
+            return None
+        if _HELD[key] is None:
+            _HELD[key] = self._open(db_path, False)
+        return _HELD[key].cursor()
 
     def _open(self, db_path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.lock_timeout_s
@@ -139,6 +154,47 @@ class DuckDBWarehouse:
                     said = True
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
+
+
+# The files held open by held_open(), by resolved path: None until a connection opens it.
+_HELD: dict[str, duckdb.DuckDBPyConnection | None] = {}
+
+
+@contextmanager
+def held_open(path: str) -> Iterator[None]:
+    """Keep the warehouse file at ``path`` open in this process for the block.
+
+    Each ``connect()`` block meanwhile gets a cursor of the one open database instead of opening
+    the file: the steps of an in-process run skip opening it, reading its catalog and ensuring
+    its schema from a cold cache, and DuckDB checkpoints once, when the block ends, instead of at
+    every step's end (about 1.5 s of a 10M-session night, ``docs/performance.md``). The file is
+    opened by the first connection of the block, with that connection's wait for the write lock,
+    so a block in which nothing connects never opens it. Other processes wait for the file for
+    the whole block, as they wait for a step otherwise. A read-only ``connect()`` gets a cursor
+    of the read-write database. Not for runs whose steps are other processes (they would wait
+    for this one).
+    """
+    key = str(Path(path).resolve())
+    if key in _HELD:  # already held by an enclosing block
+        yield
+        return
+    _HELD[key] = None
+    try:
+        yield
+    finally:
+        held = _HELD.pop(key)
+        if held is not None:
+            held.close()
+
+
+def _forget_held(key: str) -> None:
+    """Drop the open database of the held file ``key``; the file stays held, and the next
+    connection opens it again."""
+    held = _HELD.get(key)
+    if held is not None:
+        _HELD[key] = None
+        with suppress(duckdb.Error):
+            held.close()
 
 
 @contextmanager

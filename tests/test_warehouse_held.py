@@ -1,0 +1,116 @@
+"""Within ``held_open`` the warehouse is opened once, its connections are cursors of it, and it
+is closed (checkpointed) when the block ends, so other processes can open it again."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import duckdb
+import pytest
+
+from zcl_assets import warehouse as warehouse_module
+from zcl_assets.warehouse import DuckDBWarehouse, held_open
+
+# Another process tries to open the file read-only: prints "opened" or the kind of error.
+OPEN_ELSEWHERE = """
+import sys, duckdb
+try:
+    duckdb.connect(sys.argv[1], read_only=True).close()
+    print("opened")
+except duckdb.IOException as exc:
+    print("locked" if "lock" in str(exc).lower() else repr(exc))
+"""
+
+
+def _opened_elsewhere(path) -> str:
+    return subprocess.run([sys.executable, "-c", OPEN_ELSEWHERE, str(path)], capture_output=True, text=True,
+                          timeout=60).stdout.strip()
+
+
+@pytest.fixture
+def opens(monkeypatch) -> list[bool]:
+    """The files the warehouse opens (their read_only flags), in order."""
+    made: list[bool] = []
+    real = DuckDBWarehouse._open
+
+    def counted(self, db_path, read_only):
+        made.append(read_only)
+        return real(self, db_path, read_only)
+
+    monkeypatch.setattr(DuckDBWarehouse, "_open", counted)
+    return made
+
+
+def test_the_connections_of_a_held_block_share_one_open_file_closed_at_its_end(tmp_path, opens):
+    path = tmp_path / "warehouse.duckdb"
+    w = DuckDBWarehouse(path=str(path))
+    with w.connect() as con:  # the file exists before the block, as on every night but the first
+        con.execute("CREATE TABLE t (x INTEGER)")
+    with held_open(str(path)):
+        with w.connect() as con:
+            con.execute("INSERT INTO t VALUES (1)")
+        assert _opened_elsewhere(path) == "locked"  # held between the blocks, as within them
+        with w.connect(read_only=True) as con:
+            assert con.execute("SELECT x FROM t").fetchall() == [(1,)]
+        with w.connect() as con:
+            con.execute("CREATE TEMP TABLE scratch AS SELECT 1 AS y")  # a step's temp tables stay its own
+        with w.connect() as con:
+            assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'scratch'").fetchone() == (0,)
+    assert opens == [False, False]  # the one before the block, then one read-write open for all four blocks
+    assert _opened_elsewhere(path) == "opened"
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT x FROM t").fetchall() == [(1,)]
+
+
+def test_a_held_block_that_never_connects_never_opens_the_file(tmp_path, opens):
+    path = tmp_path / "warehouse.duckdb"
+    with held_open(str(path)):
+        pass
+    assert not path.exists() and opens == []
+
+
+def test_a_read_only_connection_to_a_missing_file_still_says_so_while_it_is_held(tmp_path):
+    path = tmp_path / "warehouse.duckdb"
+    with held_open(str(path)), pytest.raises(FileNotFoundError, match="does not exist yet"):
+        with DuckDBWarehouse(path=str(path)).connect(read_only=True):
+            pass
+
+
+def test_an_invalidated_database_is_opened_again_by_the_next_connection(tmp_path, opens):
+    path = tmp_path / "warehouse.duckdb"
+    w = DuckDBWarehouse(path=str(path))
+    with held_open(str(path)):
+        with pytest.raises(duckdb.FatalException), w.connect():
+            raise duckdb.FatalException("stands for a fatal error that invalidates the database")
+        with w.connect() as con:
+            assert con.execute("SELECT 1").fetchone() == (1,)
+    assert opens == [False, False]
+
+
+def test_nested_holds_of_one_file_close_it_once_at_the_outer_end(tmp_path, opens):
+    path = tmp_path / "warehouse.duckdb"
+    w = DuckDBWarehouse(path=str(path))
+    with held_open(str(path)):
+        with held_open(str(tmp_path / "." / "warehouse.duckdb")), w.connect():
+            pass
+        assert _opened_elsewhere(path) == "locked"
+        with w.connect():
+            pass
+    assert opens == [False] and warehouse_module._HELD == {}
+
+
+def test_a_night_opens_the_warehouse_for_writing_once(pipeline_paths, instance, opens):
+    from zcl_assets.runner import run_night
+    from zcl_assets.simulation.sessions import simulate_sessions
+
+    landing, _warehouse = pipeline_paths
+    simulate_sessions(landing, seed=8, start="2026-10-01", days=3, inject_dirty=False)
+    (first,) = run_night(instance, "2026-10-03")  # its first step creates the file, the others share it
+    assert first.success and opens == [False]
+    simulate_sessions(landing, seed=8, start="2026-10-01", days=4, inject_dirty=False)
+    opens.clear()
+    (night,) = run_night(instance, "2026-10-04")
+    assert night.success
+    assert opens.count(False) == 1 and night.success  # the planning reads before the run; the steps share one open file
+    assert len(night.get_step_success_events()) > 10
