@@ -11,6 +11,7 @@ import pytest
 
 from zcl_assets import warehouse as warehouse_module
 from zcl_assets.warehouse import DuckDBWarehouse, held_open
+from zcl_assets.warehouse import ensure_schema as _ensure_schema
 
 # Another process tries to open the file read-only: prints "opened" or the kind of error.
 OPEN_ELSEWHERE = """
@@ -42,11 +43,13 @@ def opens(monkeypatch) -> list[bool]:
     return made
 
 
-def test_the_connections_of_a_held_block_share_one_open_file_closed_at_its_end(tmp_path, opens):
+def test_the_connections_of_a_held_block_share_one_open_file_closed_at_its_end(tmp_path, opens, monkeypatch):
     path = tmp_path / "warehouse.duckdb"
     w = DuckDBWarehouse(path=str(path))
     with w.connect() as con:  # the file exists before the block, as on every night but the first
         con.execute("CREATE TABLE t (x INTEGER)")
+    ensured = []
+    monkeypatch.setattr(warehouse_module, "ensure_schema", lambda con: ensured.append(con) or _ensure_schema(con))
     with held_open(str(path)):
         with w.connect() as con:
             con.execute("INSERT INTO t VALUES (1)")
@@ -58,6 +61,7 @@ def test_the_connections_of_a_held_block_share_one_open_file_closed_at_its_end(t
         with w.connect() as con:
             assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'scratch'").fetchone() == (0,)
     assert opens == [False, False]  # the one before the block, then one read-write open for all four blocks
+    assert len(ensured) == 1  # by the first write connection of the block
     assert _opened_elsewhere(path) == "opened"
     with duckdb.connect(str(path), read_only=True) as con:
         assert con.execute("SELECT x FROM t").fetchall() == [(1,)]
@@ -83,8 +87,8 @@ def test_an_invalidated_database_is_opened_again_by_the_next_connection(tmp_path
     with held_open(str(path)):
         with pytest.raises(duckdb.FatalException), w.connect():
             raise duckdb.FatalException("stands for a fatal error that invalidates the database")
-        with w.connect() as con:
-            assert con.execute("SELECT 1").fetchone() == (1,)
+        with w.connect() as con:  # opens the file again
+            assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'quarantine'").fetchone() == (1,)
     assert opens == [False, False]
 
 

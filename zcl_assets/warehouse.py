@@ -108,7 +108,8 @@ class DuckDBWarehouse:
         if read_only and not db_path.exists():
             raise FileNotFoundError(f"warehouse {db_path} does not exist yet: run `zcl run` first")
         db_path.parent.mkdir(parents=True, exist_ok=True)
-        con = self._cursor_of_held(db_path) or self._open(db_path, read_only)
+        key = str(db_path.resolve())
+        con = self._cursor_of_held(key) or self._open(db_path, read_only)
         try:
             session_settings(con)
             con.execute(f"SET memory_limit = '{check_memory_limit(self.memory_limit)}'")
@@ -119,22 +120,23 @@ class DuckDBWarehouse:
                 # still dropped; those left partial by an append or thinned by deletes are not
                 # merged.
                 con.execute("SET max_vacuum_tasks = 0")
-                ensure_schema(con)
+                if key not in _ENSURED:
+                    ensure_schema(con)
+                    _ENSURED.update([key] if key in _HELD else [])  # a held file's schema stays ensured
             yield con
         except duckdb.FatalException:
-            _forget_held(str(db_path.resolve()))  # the database is invalidated: the next block opens the file again
+            _forget_held(key)  # the database is invalidated: the next block opens the file again
             raise
         finally:
             con.close()
 
-    def _cursor_of_held(self, db_path: Path) -> duckdb.DuckDBPyConnection | None:
-        """A new cursor of the file :func:`held_open` keeps open (opened here on its first use:
-        read-write, since writes follow); None when the file is not held."""
-        key = str(db_path.resolve())
+    def _cursor_of_held(self, key: str) -> duckdb.DuckDBPyConnection | None:
+        """A new cursor of the file ``key`` that :func:`held_open` keeps open (opened here on its
+        first use: read-write, since writes follow); None when the file is not held."""
         if key not in _HELD:
             return None
         if _HELD[key] is None:
-            _HELD[key] = self._open(db_path, False)
+            _HELD[key] = self._open(Path(key), False)
         return _HELD[key].cursor()
 
     def _open(self, db_path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -156,8 +158,10 @@ class DuckDBWarehouse:
                 delay = min(delay * 2, 2.0)
 
 
-# The files held open by held_open(), by resolved path: None until a connection opens it.
+# The files held open by held_open(), by resolved path: None until a connection opens it; and
+# those of them whose schema a connection ensured since it was opened.
 _HELD: dict[str, duckdb.DuckDBPyConnection | None] = {}
+_ENSURED: set[str] = set()
 
 
 @contextmanager
@@ -182,6 +186,7 @@ def held_open(path: str) -> Iterator[None]:
     try:
         yield
     finally:
+        _ENSURED.discard(key)
         held = _HELD.pop(key)
         if held is not None:
             held.close()
@@ -190,6 +195,7 @@ def held_open(path: str) -> Iterator[None]:
 def _forget_held(key: str) -> None:
     """Drop the open database of the held file ``key``; the file stays held, and the next
     connection opens it again."""
+    _ENSURED.discard(key)
     held = _HELD.get(key)
     if held is not None:
         _HELD[key] = None
