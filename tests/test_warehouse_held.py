@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from zcl_assets import warehouse as warehouse_module
-from zcl_assets.warehouse import DuckDBWarehouse, held_open
+from zcl_assets.warehouse import DuckDBWarehouse, held_open, released
 from zcl_assets.warehouse import ensure_schema as _ensure_schema
 
 # Another process tries to open the file read-only: prints "opened" or the kind of error.
@@ -102,6 +102,43 @@ def test_nested_holds_of_one_file_close_it_once_at_the_outer_end(tmp_path, opens
         with w.connect():
             pass
     assert opens == [False] and warehouse_module._HELD == {}
+
+
+def test_a_released_block_lets_other_processes_in_and_the_hold_resumes_after_it(tmp_path, opens):
+    path = tmp_path / "warehouse.duckdb"
+    w = DuckDBWarehouse(path=str(path))
+    with held_open(str(path)):
+        with w.connect() as con:
+            con.execute("CREATE TABLE t AS SELECT 1 AS x")
+        with released(str(path)):
+            assert _opened_elsewhere(path) == "opened"  # the held database was closed, its table kept
+            with w.connect(read_only=True) as con:  # opened as outside the hold: read-only, beside the other process
+                assert con.execute("SELECT x FROM t").fetchall() == [(1,)]
+        assert _opened_elsewhere(path) == "opened"  # nothing holds it until the next connection
+        with w.connect(), w.connect():
+            assert _opened_elsewhere(path) == "locked"
+    assert opens == [False, True, False]
+
+
+def test_the_report_lets_its_page_drawer_read_a_held_warehouse(tmp_path, monkeypatch):
+    from zcl_assets.defs.reports import pages
+
+    path = tmp_path / "warehouse.duckdb"
+    with DuckDBWarehouse(path=str(path)).connect():
+        pass
+    seen = []
+    monkeypatch.setattr(pages, "_start", lambda request, warn: seen.append(_opened_elsewhere(request.warehouse)))
+    request = pages.PageRequest(str(path), "1GB", None, str(tmp_path / "plots"))
+    with held_open(str(path)):
+        with DuckDBWarehouse(path=str(path)).connect():  # an earlier step of the night opened it for the hold
+            pass
+        with pages.page_source(request, expected=5, child_from=1):
+            pass
+        with DuckDBWarehouse(path=str(path)).connect():  # held again
+            pass
+        with pages.page_source(request, expected=5, child_from=10):  # no child: the hold stays
+            assert _opened_elsewhere(path) == "locked"
+    assert seen == ["opened"]
 
 
 def test_a_night_opens_the_warehouse_for_writing_once(pipeline_paths, instance, opens):

@@ -174,9 +174,9 @@ def held_open(path: str) -> Iterator[None]:
     every step's end (about 1.5 s of a 10M-session night, ``docs/performance.md``). The file is
     opened by the first connection of the block, with that connection's wait for the write lock,
     so a block in which nothing connects never opens it. Other processes wait for the file for
-    the whole block, as they wait for a step otherwise. A read-only ``connect()`` gets a cursor
-    of the read-write database. Not for runs whose steps are other processes (they would wait
-    for this one).
+    the whole block, as they wait for a step otherwise, unless a step lets them in
+    (:func:`released`). A read-only ``connect()`` gets a cursor of the read-write database. Not
+    for runs whose steps are other processes (they would wait for this one).
     """
     key = str(Path(path).resolve())
     if key in _HELD:  # already held by an enclosing block
@@ -190,6 +190,28 @@ def held_open(path: str) -> Iterator[None]:
         held = _HELD.pop(key)
         if held is not None:
             held.close()
+
+
+@contextmanager
+def released(path: str) -> Iterator[None]:
+    """Let other processes open the file at ``path`` for the block, within a :func:`held_open`
+    block (else nothing changes): the held database is closed (checkpointed), connections made
+    meanwhile open the file as outside the hold, and the first one after the block opens it
+    again for the hold. For a step that starts a process reading the warehouse (the report's
+    page drawer); enter it with no connection of this process open, since an open one keeps the
+    database, and its lock, alive."""
+    key = str(Path(path).resolve())
+    if key not in _HELD:
+        yield
+        return
+    _ENSURED.discard(key)
+    held = _HELD.pop(key)
+    try:
+        if held is not None:
+            held.close()
+        yield
+    finally:
+        _HELD[key] = None
 
 
 def _forget_held(key: str) -> None:

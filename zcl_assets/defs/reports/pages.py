@@ -31,7 +31,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -41,7 +41,7 @@ from zcl_assets.reports.experiments import ExperimentView, load_views
 from zcl_assets.reports.index import IndexRow, failed_row, index_row
 from zcl_assets.reports.plots import PlotCache
 from zcl_assets.reports.plots import plots as view_plots
-from zcl_assets.warehouse import DuckDBWarehouse
+from zcl_assets.warehouse import DuckDBWarehouse, released
 
 CHILD_FROM = 400
 """Pages from which a child process draws them: the child's start-up, 3 to 4 s before its first pages, is
@@ -121,16 +121,20 @@ def page_source(request: PageRequest, expected: int, child_from: int | None = No
     ``expected`` (the pages the night is likely to draw: the experiments of the last night) reaches
     ``child_from`` (default :data:`CHILD_FROM`), else drawn here.
 
-    Enter it before loading the views, so the child starts while they load. The child is stopped on exit.
+    Enter it before loading the views, so the child starts while they load, and before any connection to the
+    warehouse: a night that holds the warehouse open (``zcl_assets.warehouse.held_open``) lets the child read it
+    (``released``) until the child is stopped, on exit.
     """
-    child = _start(request, warn) if expected >= (CHILD_FROM if child_from is None else child_from) else None
-    try:
-        yield lambda views: _pages(views, child, PlotCache(request.plot_folder), warn)
-    finally:
-        if child is not None:
-            _stop(child)
-            for partial in Path(request.plot_folder).glob(f".*.{child.process.pid}.tmp"):  # a plot it was writing
-                partial.unlink(missing_ok=True)
+    drawer = expected >= (CHILD_FROM if child_from is None else child_from)
+    with released(request.warehouse) if drawer else nullcontext():  # the child reads the warehouse too
+        child = _start(request, warn) if drawer else None
+        try:
+            yield lambda views: _pages(views, child, PlotCache(request.plot_folder), warn)
+        finally:
+            if child is not None:
+                _stop(child)
+                for partial in Path(request.plot_folder).glob(f".*.{child.process.pid}.tmp"):  # a plot it was writing
+                    partial.unlink(missing_ok=True)
 
 
 def _start(request: PageRequest, warn: Callable[[str], None]) -> _Child | None:
