@@ -3,9 +3,14 @@ is closed (checkpointed) when the block ends, so other processes can open it aga
 
 from __future__ import annotations
 
+import shutil
+import socket
 import subprocess
 import sys
+import threading
+import time
 
+import dagster as dg
 import duckdb
 import pytest
 
@@ -155,3 +160,128 @@ def test_a_night_opens_the_warehouse_for_writing_once(pipeline_paths, instance, 
     assert night.success
     assert opens.count(False) == 1 and night.success  # the planning reads before the run; the steps share one open file
     assert len(night.get_step_success_events()) > 10
+
+
+def _wait_for(condition, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_hold_lets_go_between_connections_while_another_process_wants_the_file(tmp_path, opens):
+    path = tmp_path / "warehouse.duckdb"
+    w = DuckDBWarehouse(path=str(path))
+    wanted = threading.Event()
+    with held_open(str(path), others_waiting=wanted.is_set, every_s=0.02):
+        with w.connect() as con:
+            con.execute("CREATE TABLE t AS SELECT 1 AS x")
+            wanted.set()
+            time.sleep(0.3)  # a cursor in use: the watcher waits for it
+            assert _opened_elsewhere(path) == "locked"
+        assert _wait_for(lambda: _opened_elsewhere(path) == "opened")  # let go once no cursor is in use
+        wanted.clear()
+        with w.connect() as con:  # opens the file again, and holds it
+            assert con.execute("SELECT x FROM t").fetchall() == [(1,)]
+        time.sleep(0.1)
+        assert _opened_elsewhere(path) == "locked"
+    assert opens == [False, False]
+
+
+def _project_instance(folder):
+    from zcl_assets.paths import project_root
+
+    folder.mkdir()
+    shutil.copy(project_root() / "dagster_home" / "dagster.yaml", folder / "dagster.yaml")
+    return dg.DagsterInstance.from_config(str(folder))
+
+
+@dg.op
+def _noop():
+    return None
+
+
+@dg.job
+def _job():
+    _noop()
+
+
+def test_a_run_of_another_process_that_holds_or_waits_for_the_pool_wants_the_warehouse(tmp_path):
+    from zcl_assets.runner import HOST_TAG, PID_TAG, WAREHOUSE_POOL, _owner_tags, others_want_the_warehouse
+
+    with _project_instance(tmp_path / "home") as instance:
+        wanted = others_want_the_warehouse(instance)
+        assert not wanted()  # no run at all
+        mine = instance.create_run_for_job(_job, tags=_owner_tags())
+        other = instance.create_run_for_job(_job, tags={HOST_TAG: socket.gethostname(), PID_TAG: "1"})
+        storage = instance.event_log_storage
+        storage.initialize_concurrency_limit_to_default(WAREHOUSE_POOL)  # limit 1 (dagster_home/dagster.yaml)
+        assert storage.claim_concurrency_slot(WAREHOUSE_POOL, mine.run_id, "a_step", 0).is_claimed
+        assert not wanted()  # a run of this process only
+        assert not storage.claim_concurrency_slot(WAREHOUSE_POOL, other.run_id, "its_step", 0).is_claimed
+        assert wanted()  # the other process's run waits for the slot
+        storage.free_concurrency_slot_for_step(mine.run_id, "a_step")
+        assert storage.claim_concurrency_slot(WAREHOUSE_POOL, other.run_id, "its_step", 0).is_claimed
+        assert wanted()  # and now holds it
+
+
+# Another process's run: once the night holds the warehouse, it waits for the pool's slot (it gets the
+# slot as a step of the night frees it), then opens the warehouse to write, waiting up to 60 s.
+OTHER_RUN = """
+import os, socket, sys, time
+import dagster as dg, duckdb
+from zcl_assets.runner import HOST_TAG, PID_TAG, WAREHOUSE_POOL
+from zcl_assets.warehouse import DuckDBWarehouse
+
+@dg.op
+def noop():
+    return None
+
+@dg.job
+def job():
+    noop()
+
+home, warehouse = sys.argv[1:3]
+with dg.DagsterInstance.from_config(home) as instance:
+    run = instance.create_run_for_job(job, tags={HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())})
+    storage = instance.event_log_storage
+    while True:  # until the night holds the warehouse
+        try:
+            duckdb.connect(warehouse, read_only=True).close()
+        except duckdb.IOException:
+            break
+        time.sleep(0.02)
+    while not storage.claim_concurrency_slot(WAREHOUSE_POOL, run.run_id, "its_step", 0).is_claimed:
+        time.sleep(0.05)
+    try:
+        with DuckDBWarehouse(path=warehouse, lock_timeout_s=60).connect() as con:
+            con.execute("CREATE TABLE written_by_another_process AS SELECT 1 AS x")
+    finally:
+        storage.free_concurrency_slot_for_step(run.run_id, "its_step")
+print("written")
+"""
+
+
+def test_a_night_lets_another_process_write_between_its_steps_instead_of_both_waiting(pipeline_paths, tmp_path):
+    """The run of another process takes the pool's slot between two steps of the night and waits for
+    the warehouse, while the night's next step waits for the slot: the night lets the warehouse go."""
+    from zcl_assets.runner import run_night
+    from zcl_assets.simulation.sessions import simulate_sessions
+
+    landing, warehouse = pipeline_paths
+    simulate_sessions(landing, seed=8, start="2026-10-01", days=3, inject_dirty=False)
+    home = tmp_path / "home"
+    with _project_instance(home) as instance:
+        other = subprocess.Popen([sys.executable, "-c", OTHER_RUN, str(home), str(warehouse)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            (night,) = run_night(instance, "2026-10-03")
+            out, err = other.communicate(timeout=120)
+        finally:
+            other.kill()
+    assert other.returncode == 0 and out.strip() == "written", err[-2000:]
+    assert night.success
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert con.execute("SELECT x FROM written_by_another_process").fetchall() == [(1,)]

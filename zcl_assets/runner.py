@@ -26,7 +26,8 @@ def run_night(
     """Ingest what changed, then take the look ``as_of``, in one run of ``nightly_job``.
 
     The runs hold the warehouse file open (``zcl_assets.warehouse.held_open``): their steps run
-    in this process, one after the other.
+    in this process, one after the other. Between two steps it is let go when a run of another
+    process holds or waits for a slot of the warehouse's pool (:func:`others_want_the_warehouse`).
 
     ``log_level`` sets the console logger of the run (the full event log is in the instance).
 
@@ -41,7 +42,7 @@ def run_night(
     plan = plan_night(resources["landing"], resources["warehouse"], as_of, instance)
     add_days(instance, plan.new_days)
     results = []
-    with held_open(resources["warehouse"].path):
+    with held_open(resources["warehouse"].path, others_waiting=others_want_the_warehouse(instance)):
         for request in plan.requests:
             job = definitions.resolve_job_def(request.job_name)
             ingesting = sorted({k.path[-1].split("_", 1)[1] for k in request.asset_selection or [] if k.path[-1].startswith("raw_")})
@@ -58,6 +59,27 @@ def run_night(
             if not result.success:
                 break
     return results
+
+
+WAREHOUSE_POOL = "duckdb"
+"""The pool of the assets that write the warehouse (limit 1 in ``dagster_home/dagster.yaml``)."""
+
+
+def others_want_the_warehouse(instance: dg.DagsterInstance) -> Callable[[], bool]:
+    """Whether a run that is not of this process (its host and process tags, :func:`_owner_tags`)
+    holds or waits for a slot of :data:`WAREHOUSE_POOL` in ``instance``: its step would open the
+    warehouse next."""
+    mine = _owner_tags()
+
+    def wanted() -> bool:
+        info = instance.event_log_storage.get_concurrency_info(WAREHOUSE_POOL)
+        runs = {s.run_id for s in info.claimed_slots} | {s.run_id for s in info.pending_steps}
+        if not runs:
+            return False
+        found = {r.run_id: r for r in instance.get_runs(filters=dg.RunsFilter(run_ids=sorted(runs)))}
+        return any(run_id not in found or any(found[run_id].tags.get(k) != v for k, v in mine.items()) for run_id in runs)
+
+    return wanted
 
 
 def _days_of(request: dg.RunRequest) -> str:

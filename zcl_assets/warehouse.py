@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,7 +110,8 @@ class DuckDBWarehouse:
             raise FileNotFoundError(f"warehouse {db_path} does not exist yet: run `zcl run` first")
         db_path.parent.mkdir(parents=True, exist_ok=True)
         key = str(db_path.resolve())
-        con = self._cursor_of_held(key) or self._open(db_path, read_only)
+        held, con = self._cursor_of_held(key)
+        con = con or self._open(db_path, read_only)
         try:
             session_settings(con)
             con.execute(f"SET memory_limit = '{check_memory_limit(self.memory_limit)}'")
@@ -120,24 +122,35 @@ class DuckDBWarehouse:
                 # still dropped; those left partial by an append or thinned by deletes are not
                 # merged.
                 con.execute("SET max_vacuum_tasks = 0")
-                if key not in _ENSURED:
+                if not (held and held.ensured):
                     ensure_schema(con)
-                    _ENSURED.update([key] if key in _HELD else [])  # a held file's schema stays ensured
+                if held:  # a held file's schema stays ensured while its database is open
+                    held.ensured = True
             yield con
-        except duckdb.FatalException:
-            _forget_held(key)  # the database is invalidated: the next block opens the file again
+        except (duckdb.FatalException, duckdb.InternalException):
+            if held:  # DuckDB invalidates the database after these: the next connection opens the file again
+                with _GUARD:
+                    held.let_go()
             raise
         finally:
             con.close()
+            if held:
+                with _GUARD:
+                    held.cursors -= 1
 
-    def _cursor_of_held(self, key: str) -> duckdb.DuckDBPyConnection | None:
-        """A new cursor of the file ``key`` that :func:`held_open` keeps open (opened here on its
-        first use: read-write, since writes follow); None when the file is not held."""
-        if key not in _HELD:
-            return None
-        if _HELD[key] is None:
-            _HELD[key] = self._open(Path(key), False)
-        return _HELD[key].cursor()
+    def _cursor_of_held(self, key: str) -> tuple[_HeldFile | None, duckdb.DuckDBPyConnection | None]:
+        """The file ``key`` that :func:`held_open` holds and a new cursor of its database, counted in
+        use (the database is opened here on first use: read-write, since writes follow); two Nones
+        when the file is not held."""
+        with _GUARD:
+            held = _HELD.get(key)
+            if held is None:
+                return None, None
+            if held.database is None:
+                held.database = self._open(Path(key), False)
+            cursor = held.database.cursor()
+            held.cursors += 1
+            return held, cursor
 
     def _open(self, db_path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.lock_timeout_s
@@ -158,14 +171,35 @@ class DuckDBWarehouse:
                 delay = min(delay * 2, 2.0)
 
 
-# The files held open by held_open(), by resolved path: None until a connection opens it; and
-# those of them whose schema a connection ensured since it was opened.
-_HELD: dict[str, duckdb.DuckDBPyConnection | None] = {}
-_ENSURED: set[str] = set()
+@dataclass
+class _HeldFile:
+    """A file :func:`held_open` holds: its open database (None until a connection opens it, or
+    after it was let go), the cursors of it in use, and whether its schema was ensured."""
+
+    path: str
+    database: duckdb.DuckDBPyConnection | None = None
+    cursors: int = 0
+    ensured: bool = False
+
+    def let_go(self) -> None:
+        """Close the database (checkpointed): the next connection opens the file again."""
+        database, self.database, self.ensured = self.database, None, False
+        if database is None:
+            return
+        try:
+            database.close()
+        except duckdb.Error as exc:  # e.g. an invalidated database: what it committed is in its write-ahead log
+            _log.warning("closing %s failed (%s); its write-ahead log is replayed when it is next opened", self.path, exc)
+
+
+# The files held open, by resolved path; _GUARD makes taking a cursor, giving it back and letting
+# the file go one step each, between the steps' thread and the thread that watches for other runs.
+_HELD: dict[str, _HeldFile] = {}
+_GUARD = threading.RLock()
 
 
 @contextmanager
-def held_open(path: str) -> Iterator[None]:
+def held_open(path: str, others_waiting: Callable[[], bool] | None = None, every_s: float = 0.5) -> Iterator[None]:
     """Keep the warehouse file at ``path`` open in this process for the block.
 
     Each ``connect()`` block meanwhile gets a cursor of the one open database instead of opening
@@ -173,23 +207,53 @@ def held_open(path: str) -> Iterator[None]:
     its schema from a cold cache, and DuckDB checkpoints once, when the block ends, instead of at
     every step's end (about 1.5 s of a 10M-session night, ``docs/performance.md``). The file is
     opened by the first connection of the block, with that connection's wait for the write lock,
-    so a block in which nothing connects never opens it. Other processes wait for the file for
-    the whole block, as they wait for a step otherwise, unless a step lets them in
-    (:func:`released`). A read-only ``connect()`` gets a cursor of the read-write database. Not
-    for runs whose steps are other processes (they would wait for this one).
+    so a block in which nothing connects never opens it. A read-only ``connect()`` gets a cursor
+    of the read-write database.
+
+    Other processes wait for the file while it is held. So that none waits for the whole block,
+    ``others_waiting`` (checked every ``every_s`` seconds on a thread of its own) says whether
+    another process wants the file (a run of another process holds or waits for a slot of the
+    warehouse's pool: ``zcl_assets.runner``); then the database is closed as soon as no cursor of
+    it is in use, between two steps, and the next connection opens the file again, waiting for
+    it. Without that, a run of another process that took the pool's slot between two steps would
+    wait for the file while this block's next step waited for the slot. A step that starts a
+    process that reads the warehouse lets the file go for it (:func:`released`).
     """
     key = str(Path(path).resolve())
-    if key in _HELD:  # already held by an enclosing block
+    with _GUARD:
+        if key in _HELD:  # already held by an enclosing block
+            nested = True
+        else:
+            nested, _HELD[key] = False, _HeldFile(key)
+    if nested:
         yield
         return
-    _HELD[key] = None
+    stop = threading.Event()
+    watcher = threading.Thread(target=_let_go_while_wanted, args=(key, others_waiting, stop, every_s),
+                               name="warehouse-hold", daemon=True) if others_waiting else None
+    if watcher:
+        watcher.start()
     try:
         yield
     finally:
-        _ENSURED.discard(key)
-        held = _HELD.pop(key)
-        if held is not None:
-            held.close()
+        stop.set()
+        if watcher:
+            watcher.join()
+        with _GUARD:
+            _HELD.pop(key).let_go()
+
+
+def _let_go_while_wanted(key: str, others_waiting: Callable[[], bool], stop: threading.Event, every_s: float) -> None:
+    """The watcher of a held file: let it go whenever another process wants it and no cursor is in use."""
+    while not stop.wait(every_s):
+        try:
+            wanted = others_waiting()
+        except Exception:  # noqa: BLE001 - the instance could not be read this time: look again next time
+            continue
+        with _GUARD:
+            held = _HELD.get(key)
+            if wanted and held is not None and held.cursors == 0 and held.database is not None:
+                held.let_go()
 
 
 @contextmanager
@@ -198,31 +262,22 @@ def released(path: str) -> Iterator[None]:
     block (else nothing changes): the held database is closed (checkpointed), connections made
     meanwhile open the file as outside the hold, and the first one after the block opens it
     again for the hold. For a step that starts a process reading the warehouse (the report's
-    page drawer); enter it with no connection of this process open, since an open one keeps the
-    database, and its lock, alive."""
+    page drawer). With a cursor of the held database in use, the file stays held (the other
+    process then waits for it)."""
     key = str(Path(path).resolve())
-    if key not in _HELD:
-        yield
-        return
-    _ENSURED.discard(key)
-    held = _HELD.pop(key)
+    with _GUARD:
+        held = _HELD.get(key)
+        if held is None or held.cursors:
+            held = None
+        else:
+            held.let_go()
+            del _HELD[key]
     try:
-        if held is not None:
-            held.close()
         yield
     finally:
-        _HELD[key] = None
-
-
-def _forget_held(key: str) -> None:
-    """Drop the open database of the held file ``key``; the file stays held, and the next
-    connection opens it again."""
-    _ENSURED.discard(key)
-    held = _HELD.get(key)
-    if held is not None:
-        _HELD[key] = None
-        with suppress(duckdb.Error):
-            held.close()
+        if held is not None:
+            with _GUARD:
+                _HELD[key] = held
 
 
 @contextmanager
