@@ -38,6 +38,10 @@ resident memory by then (with that of its largest child process, if it started o
 smallest; night peak < 1.5 GiB; backfill <= 1.5 x floor + 10 s with peak < 4 GiB; quiet
 night < 5 s.
 
+``--random-ids`` writes session ids in no order (as random UUIDs are) instead of in the order
+of the sessions' starts (as time-ordered ids are): DuckDB's min-max indexes then skip no row
+group when a night looks up the keys of the new day in the history's tables.
+
 ``--many-experiments [N]`` (default N = 1,000) measures the same for one history of N
 experiments over 60 days (10 sessions per experiment and day unless ``--sizes`` says
 otherwise) and a new day of 10 sessions per experiment; the target is the night with the
@@ -190,7 +194,7 @@ def run_mode(args: argparse.Namespace) -> None:
     extra: dict = {}
     if args.mode == "generate":
         generate(args.landing, args.sessions, args.days, args.experiments, seed=args.seed, first_day=args.first_day,
-                 first_session=args.first_session, register=args.first_day == 0)
+                 first_session=args.first_session, register=args.first_day == 0, random_ids=bool(args.random_ids))
     elif args.mode == "pass":
         _script(BASELINE_SQL, args.landing, args.warehouse)
     elif args.mode == "floor":
@@ -222,6 +226,7 @@ class History:
     days: int
     experiments: int
     new_day_sessions: int
+    random_ids: bool = False
 
 
 def measure(history: History, root: Path) -> dict[str, dict]:
@@ -230,11 +235,14 @@ def measure(history: History, root: Path) -> dict[str, dict]:
     home.mkdir(parents=True)
     shutil.copy(PROJECT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     t = time.perf_counter()
-    _child("generate", landing=landing, sessions=history.sessions, days=history.days, experiments=history.experiments, seed=1)
+    ids = int(history.random_ids)
+    _child("generate", landing=landing, sessions=history.sessions, days=history.days, experiments=history.experiments, seed=1,
+           random_ids=ids)
     _child("generate", landing=new_day, sessions=history.new_day_sessions, days=1, experiments=history.experiments,
-           seed=2, first_day=history.days, first_session=history.sessions)
+           seed=2, first_day=history.days, first_session=history.sessions, random_ids=ids)
     print(f"  generated {history.sessions:,} sessions over {history.days} days and {history.experiments} experiments, "
-          f"and a new day of {history.new_day_sessions:,}, in {time.perf_counter() - t:.1f} s", flush=True)
+          f"and a new day of {history.new_day_sessions:,}, {'random' if ids else 'time-ordered'} session ids, "
+          f"in {time.perf_counter() - t:.1f} s", flush=True)
     warehouse = root / "warehouse.duckdb"
     figures = {"floor": _child("floor", landing=landing, warehouse=root / "floor.duckdb")}
     (root / "floor.duckdb").unlink()
@@ -313,9 +321,9 @@ def _histories(args: argparse.Namespace) -> tuple[list[History], bool]:
     if args.many_experiments:
         n, days = args.many_experiments, 60
         sizes = args.sizes or [10 * n * days]
-        return [History(s, days, n, args.new_day_sessions or 10 * n) for s in sizes], True
+        return [History(s, days, n, args.new_day_sessions or 10 * n, bool(args.random_ids)) for s in sizes], True
     sizes = args.sizes or [1_000_000, 3_000_000, 10_000_000]
-    return [History(s, args.days, args.experiments, args.new_day_sessions or 333_000) for s in sizes], False
+    return [History(s, args.days, args.experiments, args.new_day_sessions or 333_000, bool(args.random_ids)) for s in sizes], False
 
 
 def main() -> None:
@@ -325,6 +333,8 @@ def main() -> None:
     parser.add_argument("--experiments", type=int, default=20)
     parser.add_argument("--days", type=int, default=30, help="days of history")
     parser.add_argument("--many-experiments", type=int, nargs="?", const=1000, help="N experiments, 60 days (default 1,000)")
+    parser.add_argument("--random-ids", type=int, nargs="?", const=1, default=0,
+                        help="session ids in no order, as random UUIDs are (default: in the order of the sessions' starts)")
     parser.add_argument("--workdir", type=Path, help="where the temporary landing and warehouses go (default: the system's)")
     for hidden in ("mode", "as-of"):
         parser.add_argument(f"--{hidden}", help=argparse.SUPPRESS)

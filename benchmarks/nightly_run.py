@@ -45,13 +45,18 @@ START = "2026-01-01"
 
 def generate(
     landing: Path, sessions: int, days: int, experiments: int, seed: int = 1, fmt: str = "parquet",
-    first_day: int = 0, first_session: int = 0, register: bool = True,
+    first_day: int = 0, first_session: int = 0, register: bool = True, random_ids: bool = False,
 ) -> None:
     """Write registrations, sessions, assignments and outcomes by UTC day (Parquet or JSON Lines).
 
     The sessions fall on the ``days`` days from ``first_day`` days after ``START`` and are
     numbered from ``first_session``; ``register=False`` writes no registrations (a later day
     of the same experiments, as ``benchmarks/incremental_night.py`` lands it).
+
+    Session ids are ``s<number>`` (``s0``, ``s1``, ...), in the order of the sessions' starts, as
+    time-ordered ids (ULIDs, UUIDv7) are; with ``random_ids`` they are 16 hex digits in no order,
+    as random ids (UUIDv4) are: the number multiplied by an odd constant modulo 2**64 (a
+    bijection, so ids stay unique across calls that number their sessions apart).
     """
     import numpy as np
     import polars as pl
@@ -77,7 +82,11 @@ def generate(
     experiment = rng.integers(0, experiments, sessions)
     arm = np.where(rng.random(sessions) < 0.5, "control", "treatment")
     success = rng.random(sessions) < np.where(arm == "treatment", 0.52, 0.5)
-    ids = np.char.add("s", np.arange(first_session, first_session + sessions).astype(str))
+    numbers = np.arange(first_session, first_session + sessions, dtype=np.uint64)
+    if random_ids:
+        ids = np.array([f"{n:016x}" for n in (numbers * np.uint64(0x9E3779B97F4A7C15)).tolist()])
+    else:
+        ids = np.char.add("s", numbers.astype(str))
     day = started.astype("datetime64[D]").astype(str)
     if fmt == "parquet":
         def iso(t):  # typed timestamps in Parquet
