@@ -17,7 +17,7 @@ from filelock import FileLock
 
 from zcl_assets.definitions import build_resources, defs
 from zcl_assets.defs.nightly import add_days, plan_night
-from zcl_assets.warehouse import held_open
+from zcl_assets.warehouse import held_open, process_alive
 
 
 def run_night(
@@ -118,16 +118,6 @@ def _owner_tags() -> dict[str, str]:
     return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
 def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     """Fail the unfinished in-process runs of this host whose process is gone; free their slots.
 
@@ -142,7 +132,7 @@ def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     released = []
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=_UNFINISHED, tags={HOST_TAG: host})):
         pid = run.tags.get(PID_TAG, "")
-        if not pid.isdigit() or _alive(int(pid)):
+        if not pid.isdigit() or process_alive(int(pid)):
             continue
         instance.report_run_failed(run, message=f"process {pid} on {host} ended without finishing the run")
         instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)

@@ -11,6 +11,7 @@ runs with ``TimeZone=UTC`` so that naive timestamps are UTC and offsets are kept
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import time
@@ -153,6 +154,8 @@ class DuckDBWarehouse:
             return held, cursor
 
     def _open(self, db_path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+        if not read_only and not db_path.exists():
+            create_warehouse(db_path)
         deadline = time.monotonic() + self.lock_timeout_s
         delay = 0.05
         said = False
@@ -169,6 +172,44 @@ class DuckDBWarehouse:
                     said = True
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
+
+
+def create_warehouse(db_path: Path) -> None:
+    """Create the warehouse file with its whole schema, or none at all.
+
+    The schema is written to a file of this process's own beside it (``.<name>.<pid>.new``),
+    which is then linked in under the warehouse's name: ``os.link`` fails when the name exists,
+    so of two processes creating it at once, the second keeps the first's file. A process killed
+    meanwhile leaves no warehouse, only its own file, which the next creation removes; so a
+    reader never finds a warehouse without its tables (``tests/end_to_end/test_fault_injection.py``).
+    """
+    for stale in db_path.parent.glob(f".{db_path.name}.*.new*"):  # of creators that are gone
+        pid = stale.name[len(db_path.name) + 2:].split(".")[0]
+        if pid.isdigit() and not process_alive(int(pid)):
+            stale.unlink(missing_ok=True)
+    scratch = db_path.with_name(f".{db_path.name}.{os.getpid()}.new")
+    try:
+        with duckdb.connect(str(scratch)) as con:  # closed: checkpointed into the one file
+            session_settings(con)
+            ensure_schema(con)
+        try:
+            os.link(scratch, db_path)
+        except FileExistsError:
+            pass  # another process created it first
+    finally:
+        scratch.unlink(missing_ok=True)
+        scratch.with_name(f"{scratch.name}.wal").unlink(missing_ok=True)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this host (owned by anyone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
 
 
 @dataclass
