@@ -90,3 +90,14 @@ def test_of_two_creators_the_second_keeps_the_first_ones_warehouse(tmp_path, mon
     with DuckDBWarehouse(path=str(path)).connect() as con:
         assert con.execute("SELECT reason FROM quarantine").fetchall() == [("other",)]
     assert not list(tmp_path.glob(".warehouse.duckdb.*"))
+
+
+def test_a_file_system_without_hard_links_gets_the_warehouse_renamed_in(tmp_path, monkeypatch):
+    def no_links(source, target):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(wh.os, "link", no_links)
+    path = tmp_path / "warehouse.duckdb"
+    with DuckDBWarehouse(path=str(path)).connect() as con:
+        assert con.execute("SELECT count(*) FROM landing_manifest").fetchone() == (0,)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["warehouse.duckdb"]

@@ -196,6 +196,9 @@ def create_warehouse(db_path: Path) -> None:
             os.link(scratch, db_path)
         except FileExistsError:
             pass  # another process created it first
+        except OSError:  # a file system without hard links: renamed in, unless another process has created it
+            if not db_path.exists():
+                os.replace(scratch, db_path)
     finally:
         scratch.unlink(missing_ok=True)
         scratch.with_name(f"{scratch.name}.wal").unlink(missing_ok=True)
