@@ -1,4 +1,4 @@
-"""The warehouse file appears with its whole schema, or not at all.
+"""The warehouse file appears with its landing and staging tables, or not at all.
 
 A ``zcl run`` killed while it creates the warehouse (its first night) used to leave a DuckDB file
 without tables, which every reader then failed on (``Table with name landing_manifest does not
@@ -7,8 +7,10 @@ exist``, ``tests/end_to_end/test_fault_injection.py``).
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -85,6 +87,7 @@ def test_of_two_creators_the_second_keeps_the_first_ones_warehouse(tmp_path, mon
             wh.ensure_schema(other)
             other.execute("INSERT INTO quarantine (source_table, stage, rule, reason, quarantined_at) VALUES ('t', 'landing', 'r', 'other', now())")
         real_link(tmp_path / "other.duckdb", target)
+        real_link(source, target)  # raises FileExistsError, as the loser's link does
 
     monkeypatch.setattr(wh.os, "link", first_wins)
     with DuckDBWarehouse(path=str(path)).connect() as con:
@@ -100,4 +103,35 @@ def test_a_file_system_without_hard_links_gets_the_warehouse_renamed_in(tmp_path
     path = tmp_path / "warehouse.duckdb"
     with DuckDBWarehouse(path=str(path)).connect() as con:
         assert con.execute("SELECT count(*) FROM landing_manifest").fetchone() == (0,)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["warehouse.duckdb"]
+    # renamed in under a lock file, which stays
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".warehouse.duckdb.create.lock", "warehouse.duckdb"]
+
+
+def test_any_other_error_of_the_link_is_raised_and_leaves_no_file(tmp_path, monkeypatch):
+    def broken_disk(source, target):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(wh.os, "link", broken_disk)
+    with pytest.raises(OSError, match="Input/output error"):
+        with DuckDBWarehouse(path=str(tmp_path / "warehouse.duckdb")).connect():
+            pass
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_sweep_removes_only_the_scratch_files_of_gone_processes_of_this_host(tmp_path):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    host = socket.gethostname()
+    names = {
+        "gone": f".warehouse.duckdb.{host}.{gone.pid}.0a1b2c3d.new",
+        "gone_wal": f".warehouse.duckdb.{host}.{gone.pid}.0a1b2c3d.new.wal",
+        "alive": f".warehouse.duckdb.{host}.{os.getppid()}.0a1b2c3d.new",  # the process that runs this test's
+        "other_host": f".warehouse.duckdb.elsewhere.{gone.pid}.0a1b2c3d.new",  # its pid means nothing here
+        "not_ours": ".warehouse.duckdb.20240101.new.bak",
+    }
+    for name in names.values():
+        (tmp_path / name).write_bytes(b"")
+    with DuckDBWarehouse(path=str(tmp_path / "warehouse.duckdb")).connect():
+        pass
+    left = {p.name for p in tmp_path.iterdir()}
+    assert left == {"warehouse.duckdb", names["alive"], names["other_host"], names["not_ours"]}

@@ -10,17 +10,22 @@ runs with ``TimeZone=UTC`` so that naive timestamps are UTC and offsets are kept
 
 from __future__ import annotations
 
+import errno
+import glob
 import logging
 import os
 import re
+import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+from filelock import FileLock
 
 from contracts.schema import staged_ddl
 from contracts.tables import CONTRACTS
@@ -175,40 +180,58 @@ class DuckDBWarehouse:
 
 
 def create_warehouse(db_path: Path) -> None:
-    """Create the warehouse file with its whole schema, or none at all.
+    """Create the warehouse file with its landing and staging tables, or no file at all.
 
-    The schema is written to a file of this process's own beside it (``.<name>.<pid>.new``),
-    which is then linked in under the warehouse's name: ``os.link`` fails when the name exists,
-    so of two processes creating it at once, the second keeps the first's file. A process killed
-    meanwhile leaves no warehouse, only its own file, which the next creation removes; so a
-    reader never finds a warehouse without its tables (``tests/end_to_end/test_fault_injection.py``).
+    The schema is written to a file of this process's own beside it
+    (``.<name>.<host>.<pid>.<token>.new``), checkpointed, and linked in under the warehouse's
+    name: ``os.link`` fails when the name exists, so of two processes creating it at once, the
+    second keeps the first's file. On a file system without hard links it is renamed in under a
+    lock file, unless the warehouse exists by then. A process killed meanwhile leaves no
+    warehouse, only its own file, which a later creation on the same host removes once that
+    process is gone; so a reader never finds a warehouse without those tables
+    (``tests/end_to_end/test_fault_injection.py``).
     """
-    for stale in db_path.parent.glob(f".{db_path.name}.*.new*"):  # of creators that are gone
-        pid = stale.name[len(db_path.name) + 2:].split(".")[0]
-        if pid.isdigit() and not process_alive(int(pid)):
-            stale.unlink(missing_ok=True)
-    scratch = db_path.with_name(f".{db_path.name}.{os.getpid()}.new")
+    _sweep_scratch(db_path)
+    scratch = db_path.with_name(f".{db_path.name}.{socket.gethostname()}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    wal = scratch.with_name(f"{scratch.name}.wal")
     try:
-        with duckdb.connect(str(scratch)) as con:  # closed: checkpointed into the one file
+        with duckdb.connect(str(scratch)) as con:
             session_settings(con)
             ensure_schema(con)
+            con.execute("CHECKPOINT")  # raises if it fails, where closing would not say
+        if wal.exists():
+            raise RuntimeError(f"the schema of {db_path} was not checkpointed into {scratch}")
         try:
             os.link(scratch, db_path)
         except FileExistsError:
             pass  # another process created it first
-        except OSError:  # a file system without hard links: renamed in, unless another process has created it
-            if not db_path.exists():
-                os.replace(scratch, db_path)
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS):
+                raise
+            with FileLock(str(db_path.with_name(f".{db_path.name}.create.lock"))):  # no hard links here
+                if not db_path.exists():
+                    os.replace(scratch, db_path)
     finally:
         scratch.unlink(missing_ok=True)
-        scratch.with_name(f"{scratch.name}.wal").unlink(missing_ok=True)
+        wal.unlink(missing_ok=True)
+        _sweep_scratch(db_path)
+
+
+def _sweep_scratch(db_path: Path) -> None:
+    """Remove the scratch files of :func:`create_warehouse` left by processes of this host that are gone (best effort)."""
+    mine = re.compile(rf"\.{re.escape(db_path.name)}\.{re.escape(socket.gethostname())}\.(\d+)\.[0-9a-f]+\.new(\.wal)?")
+    for path in db_path.parent.glob(f".{glob.escape(db_path.name)}.*.new*"):
+        found = mine.fullmatch(path.name)
+        if found and not process_alive(int(found.group(1))):
+            with suppress(OSError):
+                path.unlink()
 
 
 def process_alive(pid: int) -> bool:
     """Whether a process ``pid`` exists on this host (owned by anyone)."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:  # exists, owned by someone else
         return True
