@@ -318,12 +318,13 @@ def print_table(rows: list[tuple[str, ...]]) -> None:
 
 
 def _histories(args: argparse.Namespace) -> tuple[list[History], bool]:
+    random_ids = bool(args.random_ids)
     if args.many_experiments:
         n, days = args.many_experiments, 60
         sizes = args.sizes or [10 * n * days]
-        return [History(s, days, n, args.new_day_sessions or 10 * n, bool(args.random_ids)) for s in sizes], True
+        return [History(s, days, n, args.new_day_sessions or 10 * n, random_ids) for s in sizes], True
     sizes = args.sizes or [1_000_000, 3_000_000, 10_000_000]
-    return [History(s, args.days, args.experiments, args.new_day_sessions or 333_000, bool(args.random_ids)) for s in sizes], False
+    return [History(s, args.days, args.experiments, args.new_day_sessions or 333_000, random_ids) for s in sizes], False
 
 
 def main() -> None:

@@ -29,7 +29,6 @@ STOPPED_CREATOR = """
 import sys, time
 from pathlib import Path
 from zcl_assets import warehouse as wh
-real = wh.ensure_schema
 def stop_midway(con):
     con.execute(wh.load_sql(wh.SCHEMA_FILES[0]))
     Path(sys.argv[2]).touch()
