@@ -369,6 +369,20 @@ def transaction(con: duckdb.DuckDBPyConnection, **frames: object) -> Iterator[du
             con.unregister(name)
 
 
+def matching_rows(table: str, lookup: str, columns: str = "*") -> str:
+    """``SELECT {columns} FROM {table}`` of the rows that ``lookup`` selects (the text after
+    ``FROM {table} o``: a join and a ``WHERE`` over alias ``o``), read in two steps in one statement:
+    the row ids of the matches, reading only the columns the lookup names, then those rows whole.
+
+    Joined directly, DuckDB reads every column of every row while it probes. With keys in no order
+    (random UUIDs) its min-max indexes skip nothing, and at 10M sessions such a lookup cost 0.5 s
+    per table; the matches of a night are few, or appended together, so the second read skips the
+    other row groups by their row ids (``docs/performance.md``). ``rowid`` is DuckDB's: use this
+    for statements on the warehouse connection, not for those an engine may run on Spark.
+    """
+    return f"SELECT {columns} FROM {table} WHERE rowid IN (SELECT o.rowid FROM {table} o {lookup})"
+
+
 def tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     """The inventory: every table and view of the warehouse as ``schema.name`` (``main.`` included)."""
     return {f"{s}.{t}" for s, t in con.execute("SELECT table_schema, table_name FROM information_schema.tables").fetchall()}

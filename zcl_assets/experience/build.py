@@ -26,7 +26,7 @@ from sql import load_sql
 from zcl_assets.engine import DUCKDB, Engine
 from zcl_assets.ingest import changelog
 from zcl_assets.ingest.versions import code_fingerprint
-from zcl_assets.warehouse import has_table, transaction
+from zcl_assets.warehouse import has_table, matching_rows, transaction
 
 VERIFICATION_SQL = ("create_evaluation_contracts", "select_verification_records")
 SESSION_TASK = "session_id, org_id, task_type"
@@ -164,10 +164,10 @@ def _changed_scope(con: duckdb.DuckDBPyConnection, changes: changelog.Changes) -
     )
     con.execute(f"CREATE OR REPLACE TEMP TABLE scope_pairs AS {load_sql('select_experience_scope')}")
     # materialized: the steps below read them several times, and they are small
-    con.execute("CREATE OR REPLACE TEMP TABLE scope_assignments AS SELECT * FROM staged_assignments "
-                "SEMI JOIN scope_pairs USING (experiment_id, session_id)")
-    con.execute("CREATE OR REPLACE TEMP TABLE scope_verification AS SELECT * FROM verification_records "
-                "WHERE session_id IN (SELECT session_id FROM scope_pairs)")
+    con.execute("CREATE OR REPLACE TEMP TABLE scope_assignments AS "
+                + matching_rows("staged_assignments", "SEMI JOIN scope_pairs USING (experiment_id, session_id)"))
+    con.execute("CREATE OR REPLACE TEMP TABLE scope_verification AS "
+                + matching_rows("verification_records", "WHERE session_id IN (SELECT session_id FROM scope_pairs)"))
     _record_experience(con, "SELECT experiment_id, session_id, CAST(assigned_at AS DATE) AS day FROM experience "
                             "SEMI JOIN scope_pairs USING (experiment_id, session_id) "
                             "UNION ALL SELECT experiment_id, session_id, partition_day FROM internal.experience_exclusions "

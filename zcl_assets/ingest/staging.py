@@ -59,7 +59,7 @@ from zcl_assets.ingest.versions import code_fingerprint
 from zcl_assets.privacy.policy import PrivacyPolicy, current_policy
 from zcl_assets.privacy.pseudonyms import register_function as register_pseudonym_function
 from zcl_assets.privacy.redaction import Redactor, redact_json, redact_record
-from zcl_assets.warehouse import transaction
+from zcl_assets.warehouse import matching_rows, transaction
 
 CROSS_ROW_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "experiment_events": (("unknown_experiment", "find_unregistered_experiments"),),
@@ -198,15 +198,9 @@ def _subject(con: duckdb.DuckDBPyConnection, table: str, changes: changelog.Chan
     """Temp table ``recheck`` (the staged and held rows of other days a change can affect, each
     with whether it is held) and temp view ``subject`` (the candidates that passed, and those rows)."""
     contract = CONTRACTS[table]
-    fields = ", ".join(quote_identifier(f) for f in contract.field_names)
-    lineage = ", ".join(_LINEAGE)
-    other = (
-        f"(SELECT {lineage}, {fields}, true AS __held FROM {contract.held_table} WHERE partition_day NOT IN (SELECT partition_day FROM pending) "
-        f"UNION ALL SELECT {lineage}, {fields}, false FROM {contract.staged_table} WHERE partition_day NOT IN (SELECT partition_day FROM pending))"
-    )
     key = _key_columns(table)
     if changes is not None and changes.full:
-        found = [f"SELECT * FROM {other}"]
+        found = [_other_days(table)]
     else:
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE changed_keys AS SELECT DISTINCT {key} FROM ("
@@ -214,24 +208,38 @@ def _subject(con: duckdb.DuckDBPyConnection, table: str, changes: changelog.Chan
             f"UNION ALL SELECT {key} FROM {contract.staged_table} WHERE partition_day IN (SELECT partition_day FROM pending) "
             f"UNION ALL SELECT {key} FROM {contract.held_table} WHERE partition_day IN (SELECT partition_day FROM pending))"
         )
-        found = [f"SELECT o.* FROM {other} o SEMI JOIN changed_keys USING ({key})"]
+        found = [_other_days(table, join=f"SEMI JOIN changed_keys USING ({key})")]
         for column in sorted(set(DEPENDENCIES[table].values())):
             sources = [CONTRACTS[d].staged_table for d, c in DEPENDENCIES[table].items() if c == column]
-            found.append(
-                f"SELECT o.* FROM {other} o WHERE o.{quote_identifier(column)} IN ("
-                f"SELECT {column} FROM {changes.relation} WHERE list_contains({_text_list(sources)}, source))"
-            )
+            found.append(_other_days(table, condition=f"o.{quote_identifier(column)} IN ("
+                                     f"SELECT {column} FROM {changes.relation} WHERE list_contains({_text_list(sources)}, source))"))
     # one statement per lookup: in one UNION ALL, DuckDB would read the history they share
     # once, whole, instead of each lookup reading only the rows its keys select
     con.execute(f"CREATE OR REPLACE TEMP TABLE found AS {found[0]}")
     for lookup in found[1:]:
         con.execute(f"INSERT INTO found {lookup}")
+    lineage = ", ".join(_LINEAGE)
     con.execute(f"CREATE OR REPLACE TEMP TABLE recheck AS SELECT * FROM found QUALIFY row_number() OVER (PARTITION BY {lineage}) = 1")
     # a view: on a first load every landed row is a candidate, and a copy of them all cost
     # more than the filter each read of the subject repeats
+    fields = ", ".join(quote_identifier(f) for f in contract.field_names)
     con.execute(
         f"CREATE OR REPLACE TEMP VIEW subject AS SELECT {lineage}, {fields} FROM candidates WHERE __rule IS NULL "
         f"UNION ALL SELECT {lineage}, {fields} FROM recheck"
+    )
+
+
+def _other_days(table: str, join: str = "", condition: str = "") -> str:
+    """The held and staged rows of ``table`` outside the pending days, with ``__held``: all of them,
+    or those that ``join`` and ``condition`` (over alias ``o``) select, looked up by
+    :func:`~zcl_assets.warehouse.matching_rows`."""
+    contract = CONTRACTS[table]
+    columns = ", ".join([*_LINEAGE, *(quote_identifier(f) for f in contract.field_names)])
+    other = "partition_day NOT IN (SELECT partition_day FROM pending)"
+    return " UNION ALL ".join(
+        matching_rows(source, f"{join} WHERE o.{other}" + (f" AND {condition}" if condition else ""), f"{columns}, {held} AS __held")
+        if join or condition else f"SELECT {columns}, {held} AS __held FROM {source} WHERE {other}"
+        for source, held in ((contract.held_table, "true"), (contract.staged_table, "false"))
     )
 
 
