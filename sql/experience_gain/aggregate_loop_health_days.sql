@@ -16,22 +16,26 @@ WITH scope AS (
     SELECT s.session_id, s.org_id, s.user_id, s.task_type, s.started_at
     FROM staged_sessions s SEMI JOIN keys k USING (org_id, user_id, task_type)
     WHERE s.started_at < $from_at
+), outcomes AS (
+    -- the outcomes of those sessions, read once
+    SELECT session_id, authoritative, success, recorded_at, evaluator_id, evaluator_version
+    FROM verification_records
+    WHERE session_id IN (SELECT session_id FROM scope UNION ALL SELECT session_id FROM earlier)
 ), counted AS (
-    SELECT v.session_id, count(*) FILTER (WHERE v.authoritative) AS authoritative_outcomes
-    FROM verification_records v
-    WHERE v.session_id IN (SELECT session_id FROM scope UNION ALL SELECT session_id FROM earlier)
+    SELECT session_id, count(*) FILTER (WHERE authoritative) AS authoritative_outcomes
+    FROM outcomes
     GROUP BY ALL
 ), latest AS (
     -- every session with an outcome, with its latest authoritative outcome (verified) or none;
     -- only sessions with several authoritative outcomes need the ordering
-    SELECT v.session_id, true AS verified, v.success FROM verification_records v
+    SELECT v.session_id, true AS verified, v.success FROM outcomes v
     JOIN counted c USING (session_id)
     WHERE c.authoritative_outcomes = 1 AND v.authoritative
     UNION ALL
     SELECT session_id, true, success FROM (
         SELECT v.session_id, v.success,
                row_number() OVER (PARTITION BY v.session_id ORDER BY v.recorded_at DESC, v.evaluator_id, v.evaluator_version) AS k
-        FROM verification_records v JOIN counted c USING (session_id)
+        FROM outcomes v JOIN counted c USING (session_id)
         WHERE c.authoritative_outcomes > 1 AND v.authoritative
     ) WHERE k = 1
     UNION ALL
