@@ -1,4 +1,4 @@
-"""``matching_rows``: the rows a lookup selects, found by row id, are those of the plain join."""
+"""``matching_rows``: the rows a lookup selects, found by row id, are those of the plain semi join or filter."""
 
 import duckdb
 import pytest
@@ -56,3 +56,32 @@ def test_chosen_columns_and_rows_of_an_open_transaction(con):
 
 def test_nothing_matches(con):
     assert con.execute(matching_rows("t", "WHERE o.k = 'no such key'")).fetchall() == []
+
+
+@pytest.mark.parametrize("matches", [1, 7, 50, 51, 400])
+def test_few_matches_spread_over_the_table(matches):
+    """Up to 50 matches DuckDB filters by the row ids themselves, beyond by their range: both give
+    the plain rows, after deletes, one of them a row an open transaction inserted."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE u AS SELECT md5('u' || i) AS k, i AS n FROM range(200000) r(i)")
+    con.execute("DELETE FROM u WHERE n % 3 = 1")
+    step = con.execute("SELECT count(*) FROM u").fetchone()[0] // matches  # spread over the whole table
+    con.execute(f"CREATE TABLE few AS SELECT k FROM (SELECT k, row_number() OVER (ORDER BY n) AS r FROM u) "
+                f"WHERE r % {step} = 0 LIMIT {matches - 1}")
+    con.execute("BEGIN TRANSACTION")
+    con.execute("INSERT INTO u VALUES ('late key', -1)")
+    con.execute("INSERT INTO few VALUES ('late key')")
+    lookup = "SEMI JOIN few USING (k)"
+    expected = sorted(con.execute(f"SELECT * FROM u o {lookup}").fetchall())
+    found = sorted(con.execute(matching_rows("u", lookup)).fetchall())
+    con.execute("ROLLBACK")
+    assert found == expected
+    assert len(found) == matches and ("late key", -1) in found
+
+
+def test_each_row_once_as_from_a_semi_join(con):
+    """A lookup that joins a row to several others returns it once (the plain join repeats it)."""
+    con.execute("CREATE TABLE twice AS SELECT k FROM keys WHERE k IS NOT NULL UNION ALL SELECT k FROM keys WHERE k IS NOT NULL")
+    found = con.execute(matching_rows("t", "JOIN twice USING (k)")).fetchall()
+    assert sorted(found, key=repr) == sorted(con.execute(_plain("SEMI JOIN twice USING (k)")).fetchall(), key=repr)
+    assert len(con.execute(_plain("JOIN twice USING (k)")).fetchall()) == 2 * len(found)

@@ -371,14 +371,20 @@ def transaction(con: duckdb.DuckDBPyConnection, **frames: object) -> Iterator[du
 
 def matching_rows(table: str, lookup: str, columns: str = "*") -> str:
     """``SELECT {columns} FROM {table}`` of the rows that ``lookup`` selects (the text after
-    ``FROM {table} o``: a join and a ``WHERE`` over alias ``o``), read in two steps in one statement:
+    ``FROM {table} o``: a semi join or a ``WHERE`` over alias ``o``), read in two steps in one statement:
     the row ids of the matches, reading only the columns the lookup names, then those rows whole.
+
+    ``table`` is a base table (not a view) and ``columns`` are its own. Each row comes once, as from a
+    semi join: a lookup that joins a row to several others does not repeat it, as the plain join would.
 
     Joined directly, DuckDB reads every column of every row while it probes. With keys in no order
     (random UUIDs) its min-max indexes skip nothing, and at 10M sessions such a lookup cost 0.5 s
-    per table; the matches of a night are few, or appended together, so the second read skips the
-    other row groups by their row ids (``docs/performance.md``). ``rowid`` is DuckDB's: use this
-    for statements on the warehouse connection, not for those an engine may run on Spark.
+    per table. The second read skips row groups by the matches' row ids: DuckDB filters by the ids
+    themselves up to 50 matches (``dynamic_or_filter_threshold``), and by their range beyond. So it
+    pays when the matches are few or were appended together, as a night's new rows are; many
+    matches spread over the history cost the key columns' read more than the plain join
+    (``docs/performance.md``). ``rowid`` is DuckDB's: use this for statements on the warehouse
+    connection, not for those an engine may run on Spark.
     """
     return f"SELECT {columns} FROM {table} WHERE rowid IN (SELECT o.rowid FROM {table} o {lookup})"
 
