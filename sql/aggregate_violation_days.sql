@@ -11,6 +11,13 @@ WITH q AS (
     -- the sessions of the dirty experiments (none on most nights)
     SELECT session_id, experiment_id FROM staged_sessions
     WHERE experiment_id IN (SELECT experiment_id FROM dirty_experiments)
+), day_outcomes AS (
+    SELECT session_id, partition_day FROM staged_outcomes WHERE partition_day IN (SELECT day FROM dirty_days)
+), day_sessions AS (
+    -- the sessions of those outcomes, looked up by their ids: joined whole, the staged sessions
+    -- were read in full (10M rows at 10M sessions), the planner not knowing how few days are dirty
+    SELECT session_id, experiment_id FROM staged_sessions
+    WHERE experiment_id IS NOT NULL AND session_id IN (SELECT session_id FROM day_outcomes)
 ), rows_of AS (
     -- each branch reads the rows of the dirty days, or of the dirty experiments on other days,
     -- never a whole table joined before it is filtered
@@ -20,10 +27,7 @@ WITH q AS (
     SELECT experiment_id, partition_day, 0 FROM staged_assignments
     WHERE experiment_id IN (SELECT experiment_id FROM dirty_experiments) AND partition_day NOT IN (SELECT day FROM dirty_days)
     UNION ALL
-    SELECT s.experiment_id, o.partition_day, 0
-    FROM (SELECT session_id, partition_day FROM staged_outcomes WHERE partition_day IN (SELECT day FROM dirty_days)) o
-    JOIN staged_sessions s USING (session_id)
-    WHERE s.experiment_id IS NOT NULL
+    SELECT s.experiment_id, o.partition_day, 0 FROM day_outcomes o JOIN day_sessions s USING (session_id)
     UNION ALL
     SELECT s.experiment_id, o.partition_day, 0 FROM staged_outcomes o JOIN dirty_sessions s USING (session_id)
     WHERE o.partition_day NOT IN (SELECT day FROM dirty_days)
