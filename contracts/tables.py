@@ -31,6 +31,15 @@ MAX_GUARDRAILS = 8
 MAX_MAGNITUDE = 1e12
 """Largest absolute value of a registered number in a metric's unit (MDE, baseline, sd,
 margins, caps): far beyond any minutes, tokens or score, and squares stay finite (1e24)."""
+MAX_METRIC_VALUE: dict[str, float] = {"time_minutes": 1e6, "tokens": 1e9, "score": 1e3}
+"""Largest absolute value of an outcome's metric (time about 1.9 years, a billion tokens, a
+score of 1,000). The look sums each metric exactly: a value rounded to its resolution
+(1e-3 minute, 1 token, 1e-6 of a score), a unit's mean to a millionth of that, and the squares
+of those means summed as 128-bit integers (``zcl_assets.analysis.metrics``). At these bounds
+a unit's mean is at most 1e15 such steps and the squares of 100 million units sum to 1e38,
+below 2**127 (1.7e38); a larger value would stop the look of every experiment."""
+MAX_SNAPSHOT_UNITS = 10**12
+"""Most units an arm's aggregate export may count: exact in a double, and far beyond any arm."""
 MIN_STANDARDIZED_MDE = 1e-4
 """Smallest MDE in units of the baseline sd (sqrt(p(1-p)) for success): the plan for it
 needs about 1.6e9 units per arm; a smaller one would need more units than any experiment
@@ -183,9 +192,9 @@ OUTCOMES = TableContract(
         _version(),
         _text("session_id"),
         Field("success", "BOOLEAN", required=False),
-        Field("time_minutes", "DOUBLE", required=False, ge=0),
-        Field("tokens", "DOUBLE", required=False, ge=0),
-        Field("score", "DOUBLE", required=False),
+        Field("time_minutes", "DOUBLE", required=False, ge=0, le=MAX_METRIC_VALUE["time_minutes"]),
+        Field("tokens", "DOUBLE", required=False, ge=0, le=MAX_METRIC_VALUE["tokens"]),
+        Field("score", "DOUBLE", required=False, ge=-MAX_METRIC_VALUE["score"], le=MAX_METRIC_VALUE["score"]),
         _time("recorded_at"),
         _text("evaluator_id"),
         _text("evaluator_version"),
@@ -229,9 +238,9 @@ ARM_SNAPSHOTS = TableContract(
         _text("arm"),
         _text("metric"),
         _time("at"),
-        Field("n", "BIGINT", ge=0),
-        Field("mean", "DOUBLE"),
-        Field("variance", "DOUBLE", required=False, ge=0, doc="null only when n < 2"),
+        Field("n", "BIGINT", ge=0, le=MAX_SNAPSHOT_UNITS),
+        Field("mean", "DOUBLE", ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE, doc="in the metric's unit, as registrations are"),
+        Field("variance", "DOUBLE", required=False, ge=0, le=MAX_MAGNITUDE**2, doc="null only when n < 2"),
     ),
     key=("experiment_id", "arm", "metric", "at"),
     row_rules=(
