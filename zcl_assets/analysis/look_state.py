@@ -60,7 +60,9 @@ FROM_DAY_TABLES: dict[str, str] = {
 FRAMES = ("analysed_metrics", "segment_bounds", "epoch_bounds", "covariate_windows")
 """The registered frames the state's SQL reads (computed by ``look.py`` from the registrations)."""
 
-_EXPERIMENT_LEVEL = ("staged_experiments", "staged_experiment_events")
+_EXPERIMENT_LEVEL = ("staged_experiments", "staged_experiment_events", "experiment_plans")
+"""The changes that make an experiment dirty from its first day: its registration, its events, its plan
+(planned again with its family after a registration of the family was corrected or removed)."""
 _FROM_DAY_SOURCES = ("experience", "staged_arm_snapshots")
 """The changes that make an experiment dirty from their day on: an experience row (assigned that day) and
 an aggregate export's snapshot (its time falls on its landing day, the contract's ``wrong_partition``)."""

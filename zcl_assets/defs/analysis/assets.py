@@ -113,6 +113,27 @@ class PlanConfig(dg.Config):
     alpha_slots: int = DEFAULT_ALPHA_SLOTS
 
 
+PLANS_FINGERPRINT = "experiment_plans: families of corrected registrations planned again"
+"""The version of how plans follow corrected registrations (the change log's cursor of ``experiment_plans``)."""
+
+
+def _plans_to_replace(con) -> changelog.Changes:
+    """Temp table ``replaced_plans``: the plans of every organization and task type of which a
+    registration that has a plan was corrected or removed (its family before and after the change),
+    to be planned again with their family in registration order, as a first load plans them.
+    A new registration changes no other plan. Returns the changes read (every plan on a first read)."""
+    changes = changelog.changes_since(con, "experiment_plans", PLANS_FINGERPRINT)
+    changed = "SELECT experiment_id FROM experiment_plans" if changes.full else (
+        f"SELECT experiment_id FROM {changes.relation} WHERE source = 'staged_experiments'")
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE replaced_plans AS SELECT p.experiment_id FROM experiment_plans p SEMI JOIN ("
+        f"  SELECT org_id, task_type FROM experiment_plans WHERE experiment_id IN ({changed})"
+        f"  UNION SELECT s.org_id, s.task_type FROM staged_experiments s SEMI JOIN experiment_plans p USING (experiment_id)"
+        f"  WHERE s.experiment_id IN ({changed})) f USING (org_id, task_type)"
+    )
+    return changes
+
+
 @dg.asset(
     deps=[dg.AssetKey("staged_experiments"), dg.AssetKey("staged_experiment_events"), dg.AssetKey("staged_sessions"),
           dg.AssetKey("staged_arm_snapshots"), verification_records],
@@ -121,7 +142,8 @@ class PlanConfig(dg.Config):
     pool="duckdb",
 )
 def experiment_plans(context: dg.AssetExecutionContext, config: PlanConfig, warehouse: Warehouse) -> dg.MaterializeResult:
-    """Frozen at registration, once per experiment: its alpha slot in its organization and task type (K
+    """Frozen at registration, once per experiment (a corrected or removed registration plans its organization
+    and task type again, in registration order, as a first load of the corrected files would): its alpha slot in its organization and task type (K
     concurrent, default 4; a registration beyond K is refused and quarantined, stage `registration`), its
     alpha share (alpha / K, used by the plan, the confidence sequence and the Holm step), and the planned
     sample in randomization units for the deciding confidence sequence (R x DE x n_fixed / v, never below
@@ -131,9 +153,11 @@ def experiment_plans(context: dg.AssetExecutionContext, config: PlanConfig, ware
     policy = RegistrationPolicy(alpha_slots=config.alpha_slots)
     with warehouse.connect() as con:
         EXPERIMENT_PLANS.ensure(con)
+        changes = _plans_to_replace(con)
         registrations = con.execute(load_sql("select_registrations")).pl()
         existing = con.execute(
-            "SELECT p.experiment_id, p.org_id, p.task_type, p.admitted, p.alpha_slot FROM experiment_plans p"
+            "SELECT p.experiment_id, p.org_id, p.task_type, p.admitted, p.alpha_slot FROM experiment_plans p "
+            "ANTI JOIN replaced_plans USING (experiment_id)"
         ).pl()
         events = con.execute(load_sql("select_experiment_events")).pl()
         new = registrations.filter(~pl.col("experiment_id").is_in(existing.get_column("experiment_id").to_list()))
@@ -154,8 +178,11 @@ def experiment_plans(context: dg.AssetExecutionContext, config: PlanConfig, ware
             pl.format("declared allocation change ignored: {}", "why").alias("reason"), pl.col("allocation").alias("record"),
         )
         with transaction(con, plans_batch=plans, refused_batch=refused, bad_changes_batch=bad_rows):
+            con.execute(load_sql("delete_replaced_plans"))
             con.execute(load_sql("insert_new_experiment_plans"))
             con.execute(load_sql("insert_registration_quarantine"))
+            changelog.record(con, "experiment_plans", "SELECT experiment_id, NULL AS session_id, NULL AS day FROM plans_batch")
+            changelog.advance(con, "experiment_plans", PLANS_FINGERPRINT, changes)
         total = con.execute("SELECT count(*), count(*) FILTER (WHERE NOT admitted) FROM experiment_plans").fetchone()
     return dg.MaterializeResult(
         metadata={
