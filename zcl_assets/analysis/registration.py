@@ -545,7 +545,7 @@ def refusal_quarantine(plans: pl.DataFrame, lineage: pl.DataFrame, policy: Regis
             "the registration is refused and every look of it is invalid",
             "org_id", "task_type", pl.lit(policy.alpha_slots), pl.lit(policy.alpha_slots),
         ).alias("reason"),
-        pl.concat_str(pl.lit('{"experiment_id": "'), "experiment_id", pl.lit('"}')).alias("record"),
+        pl.struct("experiment_id").struct.json_encode().alias("record"),  # JSON whatever the id holds
     )
 
 
