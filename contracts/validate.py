@@ -19,7 +19,8 @@ the rule and every reason is kept:
    ``malformed_record`` (not a JSON object, a CSV line with too few or too many cells);
    ``duplicate_field``: a key of the JSON object, or a column of the file, appears twice;
 2. per field, in contract order: ``missing_field``, ``bad_type`` (a timestamp must be a
-   date and time: DuckDB's words ``epoch`` and ``infinity`` are refused);
+   date and time with a UTC offset of at most 18 hours: DuckDB's words ``epoch`` and
+   ``infinity`` are refused, and so is ``+99:00``);
 3. ``wrong_partition``: the event time falls on another UTC day than the folder;
 4. per field, the domain: ``blank`` (nothing but white space or invisible characters),
    ``not_allowed``, ``not_finite`` (also a NaN or infinity inside a JSON field, an infinite
@@ -118,10 +119,20 @@ def _json_field(f: Field, i: int) -> _FieldSql:
     return _FieldSql(typed, present, f"CAST({v} AS VARCHAR)")
 
 
+MAX_OFFSET_MINUTES = 18 * 60
+"""Largest UTC offset of a timestamp: real offsets lie within -12:00 and +14:00, ISO 8601 tools
+accept up to 18 hours; DuckDB reads up to 99, so `+99:00` would move an event by four days."""
+_OFFSET = r"[0-9]{2}:?[0-9]{2}(?::?[0-9]{2}(?:\.[0-9]*)?)?\s*[+-]([0-9]{2}):?([0-9]{2})?\s*$"
+"""RE2: the hours (group 1) and minutes (group 2) of the UTC offset after a time."""
+
+
 def _timestamp(text_sql: str) -> str:
-    """A timestamp parsed from text that starts with a digit: DuckDB also reads words
-    (``epoch``, ``infinity``, ``-infinity``), which no event time is."""
-    return f"CASE WHEN unicode(ltrim({text_sql})) BETWEEN 48 AND 57 THEN TRY_CAST({text_sql} AS TIMESTAMPTZ) END"
+    """A timestamp parsed from text that starts with a digit, with a UTC offset of at most
+    :data:`MAX_OFFSET_MINUTES`: DuckDB also reads words (``epoch``, ``infinity``,
+    ``-infinity``), which no event time is, and offsets up to 99 hours."""
+    hours, minutes = (f"coalesce(TRY_CAST(regexp_extract({text_sql}, '{_OFFSET}', {g}) AS INTEGER), 0)" for g in (1, 2))
+    return (f"CASE WHEN unicode(ltrim({text_sql})) BETWEEN 48 AND 57 AND {hours} * 60 + {minutes} <= {MAX_OFFSET_MINUTES} "
+            f"THEN TRY_CAST({text_sql} AS TIMESTAMPTZ) END")
 
 
 def _integral(double_sql: str) -> str:

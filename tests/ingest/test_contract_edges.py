@@ -49,6 +49,20 @@ def test_timestamp_words_are_not_timestamps(word):
     assert problems[0] == ("bad_type", f'assigned_at="{word}" is not a valid TIMESTAMPTZ')
 
 
+@pytest.mark.parametrize("offset", ["+99:00", "-23:59", "+2400", "+19", " +19:00", "+18:01"])
+def test_an_offset_beyond_18_hours_is_not_a_timestamp(offset):
+    at = VALID["assignments"]["assigned_at"][:19] + offset
+    (problems,) = check_records("assignments", [dict(VALID["assignments"], assigned_at=at)])
+    assert problems[0] == ("bad_type", f'assigned_at="{at}" is not a valid TIMESTAMPTZ')
+
+
+@pytest.mark.parametrize("offset", ["+00:00", "Z", "", "+0000", "+14:00", "-12:00", "+05:30", ".123456+05:45", "+18:00"])
+def test_an_offset_of_18_hours_or_less_is_read(offset):
+    at = VALID["assignments"]["assigned_at"][:19] + offset
+    (problems,) = check_records("assignments", [dict(VALID["assignments"], assigned_at=at)])
+    assert "bad_type" not in [rule for rule, _ in problems]
+
+
 ADMISSION = VALID["admission_events"]  # a table without rules across rows
 HEADER = "schema_version,admission_id,org_id,task_type,state,at"
 
