@@ -113,6 +113,17 @@ def test_a_record_with_a_repeated_key_keeps_both_and_redacts_both():
     assert redact_record(record, ["user_id"], Redactor()) == '{"user_id": "<redacted:email>", "user_id": "<redacted:email>"}'
 
 
+
+def test_a_record_that_escapes_an_unpaired_surrogate_stays_text_that_utf8_can_hold():
+    # json.loads turns the six characters \ud800 into a lone surrogate; written back as it is, the
+    # record could not be encoded (UnicodeEncodeError in every later step), so the escape is kept
+    record = '{"session_id": "s\\ud800", "note": "x", "model": "\\ud83d\\ude00 caf\u00e9 a@example.com"}'
+    redacted = redact_record(record, ["session_id", "model"], Redactor())
+    assert redacted == '{"session_id": "s\\ud800", "note": "<redacted:not_in_contract>", "model": "\N{GRINNING FACE} caf\u00e9 <redacted:email>"}'
+    assert redacted.encode("utf-8")
+    assert redact_json('["\\udfff"]', Redactor()) == '["\\udfff"]'
+
+
 def test_json_values_are_redacted_inside_and_stay_json():
     arms = json.dumps([{"name": "a", "payload": {"prompt": f"use {SECRETS['openai_key'][1]}"}, "allocation": 0.5}])
     redacted = redact_json(arms, Redactor())

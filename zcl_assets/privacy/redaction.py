@@ -265,12 +265,22 @@ def _redact_value(value: object, redactor: Redactor) -> object:
     return value
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json_text(value: object) -> str:
+    """JSON of a scalar, its non-ASCII characters as they are but an unpaired surrogate (a
+    string that escaped one, which Python's ``json`` decodes) escaped again: no UTF-8 text
+    can hold it."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+
+
 def _dump(value: object) -> str:
     if isinstance(value, tuple):
-        return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {_dump(v)}" for k, v in value) + "}"
+        return "{" + ", ".join(f"{_json_text(k)}: {_dump(v)}" for k, v in value) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(_dump(v) for v in value) + "]"
-    return json.dumps(value, ensure_ascii=False)
+    return _json_text(value)
 
 
 def redact_json(text: str | None, redactor: Redactor) -> str | None:
@@ -285,7 +295,7 @@ def redact_json(text: str | None, redactor: Redactor) -> str | None:
     try:
         parsed = json.loads(text, object_pairs_hook=tuple)
     except (ValueError, RecursionError):
-        return json.dumps(redactor.redact(text), ensure_ascii=False)
+        return _json_text(redactor.redact(text))
     return _dump(_redact_value(parsed, redactor))
 
 
