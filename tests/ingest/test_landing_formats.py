@@ -103,6 +103,31 @@ def test_check_records_finds_an_unpaired_surrogate_as_staging_does():
     problems = check_records("experiments", [{**REGISTRATION, "arms": ARMS, "hypothesis": "h\ud800"}])
     assert [rule for rule, _ in problems[0]] == ["unpaired_surrogate"]
 
+
+def test_a_csv_cell_of_3_mb_stages_as_the_same_jsonl_line_does_with_its_neighbours(tmp_path):
+    # pyarrow refuses a cell longer than its 1 MB block and Python's csv one longer than 131,072
+    # characters by default; a JSON Lines line has no such limit, and neither has a CSV cell
+    landing = tmp_path / "landing"
+    big = "y" * 3_000_000
+    rows = [{"schema_version": 1, "session_id": f"C-{name}", "org_id": "org1", "user_id": "u", "task_type": "bugfix",
+             "started_at": "2026-11-04T05:00:00Z", "model": model} for name, model in (("ok1", "m"), ("big", big), ("ok2", "m"))]
+    for day, suffix in (("2026-11-04", "csv"), ("2026-11-05", "jsonl")):
+        folder = landing / "sessions" / day
+        folder.mkdir(parents=True)
+        landed = [dict(r, session_id=f"{r['session_id']}-{suffix}", started_at=f"{day}T05:00:00Z") for r in rows]
+        if suffix == "csv":
+            pl.DataFrame(landed).write_csv(folder / "s.csv")
+        else:
+            (folder / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in landed))
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "sessions")
+        # per day: 3 raw rows, 3 staged, none quarantined
+        assert stage_table(con, "sessions").days == [("2026-11-04", 3, 3, 0), ("2026-11-05", 3, 3, 0)]
+        staged = con.execute("SELECT session_id, length(model) FROM staged_sessions ORDER BY partition_day, source_row").fetchall()
+        assert staged == [("C-ok1-csv", 1), ("C-big-csv", 3_000_000), ("C-ok2-csv", 1),
+                          ("C-ok1-jsonl", 1), ("C-big-jsonl", 3_000_000), ("C-ok2-jsonl", 1)]
+
 def test_parquet_decimal_and_small_integer_columns_stage_as_their_fields(tmp_path):
     # a writer that stores the MDE and the baseline as DECIMAL(10, 3) and the minimum sample
     # as a 16-bit integer: the values are the same numbers, staged without a problem

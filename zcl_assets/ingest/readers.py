@@ -215,8 +215,9 @@ def read_csv(file: ArchivedFile) -> pl.DataFrame:
     """Every cell of a CSV file as text, with lineage and the row's error (module docstring).
 
     pyarrow reads a sound file in one pass; a file it refuses (a line with the wrong number
-    of cells) is read record by record with Python's ``csv`` module, so its good lines are
-    kept. Raises on a file neither can read (not UTF-8 text).
+    of cells, a cell longer than its block of 1 MB) is read record by record with Python's
+    ``csv`` module, so its good lines are kept; a cell may be as long as a JSON Lines line.
+    Raises on a file neither can read (not UTF-8 text).
     """
     try:
         header = _csv_header(file.path)
@@ -237,14 +238,24 @@ def read_csv(file: ArchivedFile) -> pl.DataFrame:
 
 def _csv_header(path: Path) -> list[str]:
     """The header record of a CSV file (empty for an empty file); raises on bytes that are not UTF-8."""
+    _allow_cells_of(path.stat().st_size)
     with path.open(encoding="utf-8-sig", newline="") as handle:
         return next(csv.reader(handle), [])
+
+
+def _allow_cells_of(size: int) -> None:
+    """Let Python's ``csv`` read cells of up to ``size`` characters: its default limit (131,072)
+    refused a whole file for one long cell, which a JSON Lines line of any length never is;
+    no cell is longer than its file. The limit is the ``csv`` module's and only grows."""
+    if csv.field_size_limit() < size:
+        csv.field_size_limit(size)
 
 
 def _read_csv_exactly(file: ArchivedFile) -> pl.DataFrame:
     """Record by record: a record with another number of cells than the header is flagged
     ``malformed_record`` (its cells kept as far as the header names them)."""
     text = file.path.read_bytes().decode("utf-8-sig")
+    _allow_cells_of(len(text))
     records = csv.reader(io.StringIO(text, newline=""))
     header = next(records, [])
     names, repeated = _unique_names(header)
