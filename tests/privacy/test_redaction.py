@@ -39,7 +39,9 @@ SECRETS = {
     "stripe_key": ["sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "rk_test_" + "51H8xyzABCDEFGHIJ"],
     "jwt": ["eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"],
     "private_key": [PEM],
-    "email": ["alice@example.com", "bob.smith+tag@mail.example.co.uk"],
+    "email": ["alice@example.com", "bob.smith+tag@mail.example.co.uk",
+              # RFC 6531: internationalized local parts and domains
+              "jürgen@exämple.de", "josé.garcía@correo.es", "用户@例子.广告", "δοκιμή@παράδειγμα.δοκιμή", "x@mail.भारत"],
 }
 
 
@@ -67,10 +69,25 @@ def test_ordinary_ids_and_words_are_left_alone(text):
     assert Redactor().redact(text) == text
 
 
+
+@pytest.mark.parametrize("text, redacted", [
+    ("write to jürgen@exämple.de.", "write to <redacted:email>."),
+    ("«josé.garcía@correo.es»", "«<redacted:email>»"),  # the guillemets are no part of the address
+    ("\u201cbob@example.com\u201d", "\u201c<redacted:email>\u201d"),  # nor are curly quotes
+    ("to\u00a0ana@ex.org", "to\u00a0<redacted:email>"),  # nor a no-break space
+    ("联系：用户@例子.广告。谢谢", "联系：<redacted:email>。谢谢"),  # nor CJK punctuation
+])
+def test_an_internationalized_address_is_redacted_whole_and_alike_in_python_and_duckdb(text, redacted):
+    redactor = Redactor()
+    with duckdb.connect() as con:
+        in_duckdb = con.execute(f"SELECT {redactor.redact_sql('$t')}", {"t": text}).fetchone()[0]
+    assert redactor.redact(text) == redacted
+    assert in_duckdb == redacted
+
 # text built from the characters the patterns look at, so that matches are frequent
 _PIECES = st.sampled_from(["sk-", "sk-proj-", "AKIA", "ghp_", "xoxb-", "Bearer ", "bearer\t", "@", ".", "com", "example",
                            "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----", "\n", "eyJ", "password=", " ", '"',
-                           "AIza", "sk_live_", "_", "-"])
+                           "AIza", "sk_live_", "_", "-", "ü", "例", "भा", "\u00a0", "\u201c", "\u3000", "\U0001f600"])
 _TEXT = st.lists(st.one_of(_PIECES, st.text(alphabet="aZ09_-.+/=", min_size=1, max_size=30)), max_size=12).map("".join)
 
 

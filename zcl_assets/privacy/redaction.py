@@ -10,7 +10,8 @@ The same patterns run in two engines: Python's ``re`` (ASCII mode) for logs, rea
 metadata and quarantined records, and DuckDB's RE2 (:meth:`Redactor.redact_sql`) for the
 values staged in bulk. Patterns are written in the subset both engines read the same way:
 no lookaround or backreferences, explicit character classes instead of case-insensitive
-flags, and repeats that cannot backtrack far: each pattern starts at a literal or a bounded
+flags or Unicode properties (non-ASCII letters as ranges of the characters themselves,
+``WORD_BEYOND_ASCII``), and repeats that cannot backtrack far: each pattern starts at a literal or a bounded
 run (``{1,64}`` before ``@``) and ends in a greedy run, so Python's backtracking stays
 linear in the text (RE2 is linear by construction).
 
@@ -76,6 +77,22 @@ class Pattern:
         return ("\\1" if self.keep_prefix else "") + placeholder(self.kind)
 
 
+_BEYOND_ASCII = (
+    (0xC0, 0xD6), (0xD8, 0xF6), (0xF8, 0x1FFF),  # Latin-1 letters (not its punctuation, no-break space, x or /) to Greek
+    (0x2070, 0x2DFF),  # after General Punctuation (spaces, dashes, quotes, zero-width characters)
+    (0x2E80, 0x2FFF),  # after Supplemental Punctuation: CJK radicals
+    (0x3040, 0xD7FF),  # after CJK Symbols and Punctuation (the ideographic space, its commas and brackets): kana to Hangul
+    (0xF900, 0xFE0F), (0xFE20, 0xFE2F), (0xFE70, 0xFEFE),  # after private use; no vertical or small punctuation, no BOM
+    (0xFF10, 0xFF19), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A), (0xFF66, 0xFFEF),  # fullwidth digits and letters, halfwidth forms
+    (0x10000, 0x10FFFF),  # the supplementary planes
+)
+WORD_BEYOND_ASCII = "".join(f"{chr(first)}-{chr(last)}" for first, last in _BEYOND_ASCII)
+"""The characters beyond ASCII that an internationalized e-mail address holds (RFC 6531 and
+6532: UTF-8 in the local part and the domain), as ranges for a character class: letters,
+marks and digits of every script, but not white space, punctuation, surrogates or private
+use, so that an address ends where the text around it does. Written as the characters
+themselves, which Python's ``re`` and RE2 read alike (Python has no ``\\p{L}``)."""
+
 _CREDENTIAL_NAMES = ("password", "passwd", "secret", "api_key", "apikey", "api-key", "access_token", "auth_token", "client_secret")
 _TOKEN = "[A-Za-z0-9._~+/=-]"
 
@@ -97,7 +114,9 @@ DEFAULT_PATTERNS: tuple[Pattern, ...] = (
         "((?:" + "|".join(_any_case(n) for n in _CREDENTIAL_NAMES) + ")[\"']?[ \t]*[:=][ \t]*[\"']?)[^ \t\r\n\"',;&]{4,}",
         keep_prefix=True,
     ),
-    Pattern("email", r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"),
+    # RFC 5322 addresses and the internationalized ones of RFC 6531 (jürgen@exämple.de, 用户@例子.广告)
+    Pattern("email", rf"[A-Za-z0-9._%+{WORD_BEYOND_ASCII}-]{{1,64}}@[A-Za-z0-9{WORD_BEYOND_ASCII}-]+"
+                     rf"(?:\.[A-Za-z0-9{WORD_BEYOND_ASCII}-]+)*\.[A-Za-z{WORD_BEYOND_ASCII}]{{2,}}"),
 )
 """The patterns every :class:`Redactor` starts with, most specific first (a private key
 block before the keys it may contain, provider prefixes before the generic ones)."""
