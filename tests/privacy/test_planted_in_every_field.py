@@ -119,3 +119,18 @@ def test_an_internationalized_e_mail_address_is_redacted_in_free_text_and_refuse
         assert con.execute("SELECT count(*) FROM staged_sessions").fetchone() == (0,)
         everything = _everything(con, "experiments") + _everything(con, "sessions")
     assert name not in everything and address.split("@")[1] not in everything
+
+
+def test_an_event_reason_is_staged_without_a_uri_password_basic_credentials_or_a_named_token(tmp_path):
+    reason = "db postgresql://zcl:S3cretPw0rd@10.0.0.5:5432/zcl, Authorization: Basic dXNlcjpQbGFudGVkUGFzcw==, token: ghx_R2d2C3po"
+    for table, row in (("experiments", VALID["experiments"]), ("experiment_events", dict(VALID["experiment_events"], reason=reason))):
+        (tmp_path / "landing" / table / DAY).mkdir(parents=True)
+        (tmp_path / "landing" / table / DAY / "a.jsonl").write_text(json.dumps(row) + "\n")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        for table in ("experiments", "experiment_events"):  # an event needs its experiment
+            load_table(con, LandingStore(root=str(tmp_path / "landing")), warehouse.archive_dir, table)
+            stage_table(con, table)
+        assert con.execute("SELECT reason FROM staged_experiment_events").fetchall() == [(
+            "db postgresql://zcl:<redacted:uri_password>@10.0.0.5:5432/zcl, Authorization: Basic <redacted:basic_auth>, "
+            "token: <redacted:credential>",)]

@@ -4,7 +4,7 @@ A :class:`Redactor` holds an ordered list of :class:`Pattern`: API keys of the c
 providers, bearer tokens, private key blocks, credential assignments, e-mail addresses, and
 whatever a user adds (``ZCL_REDACTION_PATTERNS``, a YAML file). A matched value becomes a
 typed placeholder, ``<redacted:email>``; a pattern may keep its leading group (``Bearer
-<redacted:bearer_token>``).
+<redacted:bearer_token>``) and its trailing one (``postgresql://zcl:<redacted:uri_password>@db``).
 
 The same patterns run in two engines: Python's ``re`` (ASCII mode) for logs, reasons,
 metadata and quarantined records, and DuckDB's RE2 (:meth:`Redactor.redact_sql`) for the
@@ -60,11 +60,13 @@ class Pattern:
         kind: the placeholder's type (``[a-z][a-z0-9_]*``): ``<redacted:kind>``.
         regex: the pattern, in the subset Python ``re`` (ASCII) and RE2 share.
         keep_prefix: the pattern's first group is kept before the placeholder.
+        keep_suffix: the pattern's last group is kept after the placeholder.
     """
 
     kind: str
     regex: str
     keep_prefix: bool = False
+    keep_suffix: bool = False
 
     def __post_init__(self) -> None:
         if not _KIND.match(self.kind):
@@ -73,8 +75,10 @@ class Pattern:
 
     @property
     def replacement(self) -> str:
-        """The replacement text (``\\1`` keeps the prefix group; the same in both engines)."""
-        return ("\\1" if self.keep_prefix else "") + placeholder(self.kind)
+        """The replacement text (``\\1`` keeps the prefix group, ``\\2`` or ``\\1`` the suffix; the
+        same in both engines)."""
+        suffix = f"\\{2 if self.keep_prefix else 1}" if self.keep_suffix else ""
+        return ("\\1" if self.keep_prefix else "") + placeholder(self.kind) + suffix
 
 
 _BEYOND_ASCII = (
@@ -93,11 +97,19 @@ marks and digits of every script, but not white space, punctuation, surrogates o
 use, so that an address ends where the text around it does. Written as the characters
 themselves, which Python's ``re`` and RE2 read alike (Python has no ``\\p{L}``)."""
 
-_CREDENTIAL_NAMES = ("password", "passwd", "secret", "api_key", "apikey", "api-key", "access_token", "auth_token", "client_secret")
+_CREDENTIAL_NAMES = ("password", "passwd", "secret", "api_key", "apikey", "api-key", "access_token", "auth_token", "client_secret",
+                     "token")
 _TOKEN = "[A-Za-z0-9._~+/=-]"
 
 DEFAULT_PATTERNS: tuple[Pattern, ...] = (
     Pattern("private_key", r"-----BEGIN[A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/= \t\r\n\\]*(?:-----END[A-Z ]*PRIVATE KEY-----)?"),
+    # the password of a URI's user information (RFC 3986 section 3.2.1): scheme://user:password@host
+    Pattern("uri_password", r"([A-Za-z][A-Za-z0-9+.-]{0,30}://[^ \t\r\n/?#@:\"'<>]{0,256}:)[^ \t\r\n/?#@\"'<>]{1,256}(@)",
+            keep_prefix=True, keep_suffix=True),
+    # the credentials of HTTP Basic authentication (RFC 7617) in an Authorization header; a bare
+    # "basic" is a word ("a basic knowledge"), so the header's name must be there
+    Pattern("basic_auth", rf"({_any_case('authorization')}[\"']?[ \t]*[:=][ \t]*[\"']?{_any_case('basic')}[ \t]+)[A-Za-z0-9+/=._~-]{{4,}}",
+            keep_prefix=True),
     # a token after "Bearer" holds a digit: "the bearer of news" is not a credential
     Pattern("bearer_token", rf"({_any_case('bearer')}[ \t]+){_TOKEN}*[0-9]{_TOKEN}*", keep_prefix=True),
     Pattern("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
@@ -214,7 +226,7 @@ def _any_pattern(patterns: tuple[Pattern, ...]) -> re.Pattern[str] | None:
 
 
 def load_patterns(path: Path) -> tuple[Pattern, ...]:
-    """Extra patterns from a YAML file: ``patterns: [{kind: ..., regex: ..., keep_prefix: false}]``.
+    """Extra patterns from a YAML file: ``patterns: [{kind: ..., regex: ..., keep_prefix: false, keep_suffix: false}]``.
 
     Raises:
         ValueError: the file is not such a list, or a kind or regex is invalid in Python or
@@ -229,7 +241,8 @@ def load_patterns(path: Path) -> tuple[Pattern, ...]:
         if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str) or not isinstance(entry.get("regex"), str):
             raise ValueError(f"{path}: pattern {i + 1} needs a text 'kind' and 'regex'")
         try:
-            patterns.append(Pattern(entry["kind"], entry["regex"], bool(entry.get("keep_prefix", False))))
+            patterns.append(Pattern(entry["kind"], entry["regex"], bool(entry.get("keep_prefix", False)),
+                                    bool(entry.get("keep_suffix", False))))
             _check_re2(entry["regex"])
         except (ValueError, re.error, duckdb.Error) as exc:
             raise ValueError(f"{path}: pattern {i + 1} ({entry['kind']}): {exc}") from exc
@@ -351,4 +364,4 @@ def redact_record(record: str | None, fields: Iterable[str], redactor: Redactor)
         value = match.group(3) if key in known else json.dumps(OUTSIDE_CONTRACT)
         return f'"{match.group(1)}"{match.group(2)}{value}'
 
-    return redactor.redact(_PAIR.sub(pair, record))
+    return _PAIR.sub(pair, redactor.redact(record))
