@@ -16,7 +16,9 @@ rule, every reason and its record as text. Row-level rules, in order, first matc
 the rule and every reason is kept:
 
 1. the file or line could not be read: ``unreadable_file``, ``invalid_encoding``,
-   ``malformed_record`` (not a JSON object, a CSV line with too few or too many cells);
+   ``unpaired_surrogate`` (a JSON string escapes half of a UTF-16 surrogate pair, which no
+   text can hold), ``malformed_record`` (not a JSON object, a CSV line with too few or too
+   many cells);
    ``duplicate_field``: a key of the JSON object, or a column of the file, appears twice;
 2. per field, in contract order: ``missing_field``, ``bad_type`` (a timestamp must be a
    date and time with a UTC offset of at most 18 hours: DuckDB's words ``epoch`` and
@@ -51,6 +53,8 @@ from zcl_assets.privacy.policy import PrivacyPolicy
 SHAPES: tuple[str, ...] = ("json", "text", "native")
 SOURCE_ERROR_RULES: tuple[str, ...] = ("unreadable_file", "malformed_record", "duplicate_field")
 """Rules a reader may set on a ``text`` or ``native`` row (``__error_rule``, ``__error``)."""
+JSON_ERROR_RULES: tuple[str, ...] = ("unreadable_file", "invalid_encoding", "unpaired_surrogate")
+"""Rules a reader may set on a ``json`` row (``__error_rule``, ``__error``): the line is not read as JSON."""
 NUMERIC_JSON_SHAPES: tuple[str, ...] = ("list", "object", "list_of_objects")
 """JSON shapes that may hold numbers and objects: checked for non-finite numbers and repeated keys."""
 BLANK_PATTERN = r"^[\s\x{0B}\x{85}\p{Z}\p{Cf}]*$"
@@ -283,14 +287,13 @@ def _read_conditions(source: Source) -> tuple[list[tuple[str, str, str]], str]:
     if source.shape == "json":
         repeated = "array_to_string(list_sort(list_distinct(list_filter(src.__keys, lambda k, i: list_position(src.__keys, k) < i))), ', ')"
         return [
-            ("unreadable_file", "src.__error IS NOT NULL AND NOT src.__encoding_error", "src.__error"),
-            ("invalid_encoding", "src.__error IS NOT NULL AND src.__encoding_error", "src.__error"),
-            ("malformed_record", "src.__error IS NULL AND NOT src.__is_object", "'not a JSON object'"),
+            *((rule, f"src.__error_rule = {sql_literal(rule)}", "src.__error") for rule in JSON_ERROR_RULES),
+            ("malformed_record", "src.__error_rule IS NULL AND NOT src.__is_object", "'not a JSON object'"),
             # more keys than contract fields present: unknown keys, or a key twice (then the exact check)
             ("duplicate_field", "CASE WHEN src.__is_object AND len(src.__keys) > list_count(src.jt) "
                                 "THEN len(src.__keys) <> len(list_distinct(src.__keys)) ELSE false END",
              f"'key ' || {repeated} || ' appears more than once'"),
-        ], "src.__error IS NULL AND src.__is_object"
+        ], "src.__error_rule IS NULL AND src.__is_object"
     if not source.errors:
         return [], "true"
     return [(rule, f"src.__error_rule = {sql_literal(rule)}", "src.__error") for rule in SOURCE_ERROR_RULES], "src.__error_rule IS NULL"
@@ -342,9 +345,9 @@ def candidate_select(contract: TableContract, source: Source, policy: PrivacyPol
     The relation must have ``__partition_day`` (DATE), ``__source_file`` and
     ``__source_row`` columns (double underscores keep them apart from a file's own
     columns). For the ``json`` shape it also has ``__record`` (VARCHAR: the line),
-    ``__error`` (VARCHAR: why the file or line could not be read, else NULL) and
-    ``__encoding_error`` (BOOLEAN: the line is not valid UTF-8; ``__record`` then holds it
-    with the bad bytes escaped); a file that cannot be read at all is one such row. For
+    ``__error_rule`` (VARCHAR: one of ``JSON_ERROR_RULES`` when the file or line could not be
+    read, else NULL; for ``invalid_encoding`` ``__record`` holds the line with the bad bytes
+    escaped) and ``__error`` (VARCHAR: why); a file that cannot be read at all is one such row. For
     the ``text`` and ``native`` shapes the fields are columns named as the fields (and,
     with ``source.errors``, ``__error_rule`` and ``__error``).
 
@@ -417,7 +420,7 @@ def _prepared_relation(contract: TableContract, source: Source) -> str:
         return source.relation
     paths = "[" + ", ".join(sql_literal(f'$."{f.name}"') for f in contract.fields) + "]"
     return (
-        "(SELECT __partition_day, __source_file, __source_row, __record, __error, __encoding_error, __is_object, "
+        "(SELECT __partition_day, __source_file, __source_row, __record, __error_rule, __error, __is_object, "
         f"v, CASE WHEN __is_object THEN json_extract_string(__record, {paths}) END AS s, "
         "CASE WHEN __is_object THEN json_keys(__record) END AS __keys, "
         "list_transform(v, lambda x: json_type(x)) AS jt FROM ("
@@ -464,6 +467,7 @@ def check_records(table: str, records: list[dict]) -> list[list[tuple[str, str]]
 
     from contracts.registration import registration_problems
     from contracts.tables import CONTRACTS
+    from zcl_assets.ingest.readers import flag_unpaired_surrogates
 
     contract = CONTRACTS[table]
     lines = [json.dumps(r, default=str) for r in records]
@@ -477,12 +481,12 @@ def check_records(table: str, records: list[dict]) -> list[list[tuple[str, str]]
         (read,) = con.execute("SELECT list_transform(CAST($t AS VARCHAR[]), x -> CAST(TRY_CAST(x AS TIMESTAMPTZ) AS DATE))",
                               {"t": times}).fetchone()
     days = [d or dt.date(1970, 1, 1) for d in read]
-    frame = pl.DataFrame(
+    frame = flag_unpaired_surrogates(pl.DataFrame(
         {"__partition_day": days, "__source_file": ["check"] * len(lines), "__source_row": list(range(1, len(lines) + 1)),
-         "__record": lines, "__error": [None] * len(lines), "__encoding_error": [False] * len(lines)},
+         "__record": lines, "__error_rule": [None] * len(lines), "__error": [None] * len(lines)},
         schema={"__partition_day": pl.Date, "__source_file": pl.String, "__source_row": pl.Int64, "__record": pl.String,
-                "__error": pl.String, "__encoding_error": pl.Boolean},
-    )
+                "__error_rule": pl.String, "__error": pl.String},
+    ))
     problems: list[list[tuple[str, str]]] = [[] for _ in records]
     with duckdb.connect() as con:
         con.execute("SET TimeZone = 'UTC'")

@@ -27,6 +27,7 @@ EXPECTED = {  # kind: (table, file, rule)
     "a tab as org_id": ("sessions", "s.jsonl", "blank"),
     "an e-mail address as user_id": ("sessions", "s.jsonl", "sensitive_value"),
     "epoch as a timestamp": ("sessions", "s.jsonl", "bad_type"),
+    "half a surrogate pair escaped in a session id": ("sessions", "s.jsonl", "unpaired_surrogate"),
     "filename and file_row_number columns": ("assignments", "named.parquet", None),  # staged
     "corrupt Parquet pages": ("assignments", "partial.parquet", "unreadable_file"),
     "a column twice in a Parquet file": ("assignments", "twice.parquet", "duplicate_field"),
@@ -50,7 +51,8 @@ def _land(landing, outside, monkeypatch):
         json.dumps(dict(event, status="cancelled"))[:-1] + ', "status": "reopened"}'])
     _write(landing / "sessions" / DAY / "s.jsonl", [
         dict(SESSION, session_id="s1", user_id="u1"), dict(SESSION, session_id="s8", user_id="u8", org_id="\t"),
-        dict(SESSION, session_id="s9", user_id="ada@example.com"), dict(SESSION, session_id="s10", user_id="u10", started_at="epoch")])
+        dict(SESSION, session_id="s9", user_id="ada@example.com"), dict(SESSION, session_id="s10", user_id="u10", started_at="epoch"),
+        dict(SESSION, session_id="s11\ud800", user_id="u11")])  # json.dumps writes the escape \ud800
     day = landing / "assignments" / DAY
     _write(day / "good.jsonl", [_assignment("s1")])
     pl.DataFrame([dict(_assignment("s2"), filename="x", file_row_number=9)]).write_parquet(day / "named.parquet")

@@ -67,6 +67,67 @@ def test_a_line_that_is_not_utf8_is_quarantined_as_invalid_encoding_and_its_neig
         assert con.execute("SELECT experiment_id FROM staged_experiments ORDER BY 1").fetchall() == [("e1",), ("e3",)]
 
 
+
+def test_a_json_string_with_an_unpaired_surrogate_is_quarantined_and_the_rest_of_the_file_stages(tmp_path):
+    # "\ud800" is valid JSON syntax but no character: Python decodes it to a lone surrogate, which
+    # no UTF-8 text holds, and DuckDB refuses the line; a pair ("\ud83d\ude00") is one character
+    landing = tmp_path / "landing"
+    day = landing / "experiments" / "2026-10-01"
+    day.mkdir(parents=True)
+    line = json.dumps({**REGISTRATION, "arms": ARMS})  # ASCII: json.dumps escapes every non-ASCII character
+    (day / "a.jsonl").write_text("\n".join([
+        line,
+        line.replace('"e1"', '"e2"').replace('"hypothesis": "h"', '"hypothesis": "h\\ud800"'),  # a lone high half
+        line.replace('"e1"', '"e3"').replace('"org_id"', '"org_\\udc00id"'),  # a lone low half, in a key
+        line.replace('"e1"', '"e4"').replace('"hypothesis": "h"', '"hypothesis": "h\\ud83d\\ude00"'),  # a pair
+        line.replace('"e1"', '"e5"').replace('"hypothesis": "h"', '"hypothesis": "h\\\\ud800"'),  # a backslash, then "ud800"
+    ]) + "\n")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "experiments")
+        assert stage_table(con, "experiments").days == [("2026-10-01", 5, 3, 2)]
+        why = "half of a UTF-16 surrogate pair without its other half, which is no Unicode character"
+        assert con.execute("SELECT source_row, rule, reason FROM quarantine ORDER BY source_row").fetchall() == [
+            (2, "unpaired_surrogate", f'unpaired_surrogate: "hypothesis" holds \\ud800, {why}'),
+            (3, "unpaired_surrogate", f'unpaired_surrogate: "org_\\udc00id" holds \\udc00, {why}')]
+        # the record keeps the escape as landed: text that any later step can encode
+        (record,) = con.execute("SELECT record FROM quarantine WHERE source_row = 2").fetchone()
+        assert '"hypothesis": "h\\ud800"' in record
+        assert con.execute("SELECT experiment_id, hypothesis FROM staged_experiments ORDER BY 1").fetchall() == [
+            ("e1", "h"), ("e4", "h\N{GRINNING FACE}"), ("e5", "h\\ud800")]
+
+
+def test_check_records_finds_an_unpaired_surrogate_as_staging_does():
+    from contracts.validate import check_records
+
+    problems = check_records("experiments", [{**REGISTRATION, "arms": ARMS, "hypothesis": "h\ud800"}])
+    assert [rule for rule, _ in problems[0]] == ["unpaired_surrogate"]
+
+
+def test_a_csv_cell_of_3_mb_stages_as_the_same_jsonl_line_does_with_its_neighbours(tmp_path):
+    # pyarrow refuses a cell longer than its 1 MB block and Python's csv one longer than 131,072
+    # characters by default; a JSON Lines line has no such limit, and neither has a CSV cell
+    landing = tmp_path / "landing"
+    big = "y" * 3_000_000
+    rows = [{"schema_version": 1, "session_id": f"C-{name}", "org_id": "org1", "user_id": "u", "task_type": "bugfix",
+             "started_at": "2026-11-04T05:00:00Z", "model": model} for name, model in (("ok1", "m"), ("big", big), ("ok2", "m"))]
+    for day, suffix in (("2026-11-04", "csv"), ("2026-11-05", "jsonl")):
+        folder = landing / "sessions" / day
+        folder.mkdir(parents=True)
+        landed = [dict(r, session_id=f"{r['session_id']}-{suffix}", started_at=f"{day}T05:00:00Z") for r in rows]
+        if suffix == "csv":
+            pl.DataFrame(landed).write_csv(folder / "s.csv")
+        else:
+            (folder / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in landed))
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        load_table(con, LandingStore(root=str(landing)), warehouse.archive_dir, "sessions")
+        # per day: 3 raw rows, 3 staged, none quarantined
+        assert stage_table(con, "sessions").days == [("2026-11-04", 3, 3, 0), ("2026-11-05", 3, 3, 0)]
+        staged = con.execute("SELECT session_id, length(model) FROM staged_sessions ORDER BY partition_day, source_row").fetchall()
+        assert staged == [("C-ok1-csv", 1), ("C-big-csv", 3_000_000), ("C-ok2-csv", 1),
+                          ("C-ok1-jsonl", 1), ("C-big-jsonl", 3_000_000), ("C-ok2-jsonl", 1)]
+
 def test_parquet_decimal_and_small_integer_columns_stage_as_their_fields(tmp_path):
     # a writer that stores the MDE and the baseline as DECIMAL(10, 3) and the minimum sample
     # as a 16-bit integer: the values are the same numbers, staged without a problem

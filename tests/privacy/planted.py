@@ -22,6 +22,8 @@ PLANTED: dict[str, tuple[str, str]] = {  # kind: (text landed, core that must ne
     "private_key": (f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----", PEM_BODY),
     "email": ("grace.hopper@example.com", "grace.hopper@example.com"),
     "credential": ("password=Tr0ub4dor&3", "Tr0ub4dor"),
+    "uri_password": ("postgresql://zcl:S3cretPw0rd@10.0.0.5:5432/zcl", "S3cretPw0rd"),
+    "basic_auth": ("Authorization: Basic dXNlcjpQbGFudGVkUGFzcw==", "dXNlcjpQbGFudGVkUGFzcw=="),
 }
 CORES: tuple[str, ...] = tuple(core for _, core in PLANTED.values())
 

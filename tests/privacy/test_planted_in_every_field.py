@@ -95,3 +95,42 @@ def _stage_and_search(table: str, field: str, kind: str, fmt: str) -> None:
                 "SELECT count(*) FROM quarantine").fetchone()[0]
     assert leaks(everything) == []
     assert rows == (2 if fmt == "parquet" else 3)  # nothing lost: the good row, the bad row, the truncated or ragged line
+
+
+@pytest.mark.parametrize("address, name", [("jürgen@exämple.de", "jürgen"), ("josé.garcía@correo.es", "garcí")])
+def test_an_internationalized_e_mail_address_is_redacted_in_free_text_and_refused_as_an_id(tmp_path, address, name):
+    # RFC 6531: letters beyond ASCII in the local part and the domain; the name must go too
+    for table, rows in (("experiments", [dict(VALID["experiments"], hypothesis=f"ask {address} (end)")]),
+                        ("sessions", [dict(VALID["sessions"], session_id="s1", user_id=address),
+                                      dict(VALID["sessions"], session_id="s2", org_id=address)])):
+        (tmp_path / "landing" / table / DAY).mkdir(parents=True)
+        _write(tmp_path / "landing" / table / DAY / "a.jsonl", rows, "jsonl")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        for table in ("experiments", "sessions"):
+            load_table(con, LandingStore(root=str(tmp_path / "landing")), warehouse.archive_dir, table)
+            stage_table(con, table)
+        assert con.execute("SELECT hypothesis FROM staged_experiments").fetchall() == [("ask <redacted:email> (end)",)]
+        # without ZCL_PSEUDONYM_KEY an e-mail user id is refused, as is an e-mail org id; each file's
+        # last line is a truncated copy of its first (_write), refused as not JSON
+        assert con.execute("SELECT source_table, source_row, rule FROM quarantine ORDER BY 1, 2").fetchall() == [
+            ("experiments", 2, "malformed_record"),
+            ("sessions", 1, "sensitive_value"), ("sessions", 2, "sensitive_value"), ("sessions", 3, "malformed_record")]
+        assert con.execute("SELECT count(*) FROM staged_sessions").fetchone() == (0,)
+        everything = _everything(con, "experiments") + _everything(con, "sessions")
+    assert name not in everything and address.split("@")[1] not in everything
+
+
+def test_an_event_reason_is_staged_without_a_uri_password_basic_credentials_or_a_named_token(tmp_path):
+    reason = "db postgresql://zcl:S3cretPw0rd@10.0.0.5:5432/zcl, Authorization: Basic dXNlcjpQbGFudGVkUGFzcw==, token: ghx_R2d2C3po"
+    for table, row in (("experiments", VALID["experiments"]), ("experiment_events", dict(VALID["experiment_events"], reason=reason))):
+        (tmp_path / "landing" / table / DAY).mkdir(parents=True)
+        (tmp_path / "landing" / table / DAY / "a.jsonl").write_text(json.dumps(row) + "\n")
+    warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    with warehouse.connect() as con:
+        for table in ("experiments", "experiment_events"):  # an event needs its experiment
+            load_table(con, LandingStore(root=str(tmp_path / "landing")), warehouse.archive_dir, table)
+            stage_table(con, table)
+        assert con.execute("SELECT reason FROM staged_experiment_events").fetchall() == [(
+            "db postgresql://zcl:<redacted:uri_password>@10.0.0.5:5432/zcl, Authorization: Basic <redacted:basic_auth>, "
+            "token: <redacted:credential>",)]

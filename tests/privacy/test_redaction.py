@@ -39,7 +39,9 @@ SECRETS = {
     "stripe_key": ["sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "rk_test_" + "51H8xyzABCDEFGHIJ"],
     "jwt": ["eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"],
     "private_key": [PEM],
-    "email": ["alice@example.com", "bob.smith+tag@mail.example.co.uk"],
+    "email": ["alice@example.com", "bob.smith+tag@mail.example.co.uk",
+              # RFC 6531: internationalized local parts and domains
+              "jürgen@exämple.de", "josé.garcía@correo.es", "用户@例子.广告", "δοκιμή@παράδειγμα.δοκιμή", "x@mail.भारत"],
 }
 
 
@@ -59,18 +61,53 @@ def test_a_prefix_that_names_the_secret_is_kept(text, redacted):
     assert Redactor().redact(text) == redacted
 
 
+
+@pytest.mark.parametrize("text, redacted", [
+    # a password in a URI's user information (RFC 3986 3.2.1): scheme, user and host stay
+    ("dsn postgresql://zcl:S3cretPw0rd@10.0.0.5:5432/zcl ok", "dsn postgresql://zcl:<redacted:uri_password>@10.0.0.5:5432/zcl ok"),
+    ("mongodb+srv://app:p%40ss:w0rd@cluster0.example.net/db", "mongodb+srv://app:<redacted:uri_password>@cluster0.example.net/db"),
+    # HTTP Basic credentials (RFC 7617) in an Authorization header, with or without digits
+    ("Authorization: Basic dXNlcjpQbGFudGVkUGFzcw==", "Authorization: Basic <redacted:basic_auth>"),
+    ('{"authorization": "basic dXNlcjpwYXNz"}', '{"authorization": "basic <redacted:basic_auth>"}'),
+    # a token assigned by name
+    ("token: ghx_R2d2C3poR2d2C3po", "token: <redacted:credential>"),
+    ("TOKEN='abcdefgh'", "TOKEN='<redacted:credential>'"),
+])
+def test_a_uri_password_basic_credentials_and_a_named_token_are_redacted_alike_in_python_and_duckdb(text, redacted):
+    redactor = Redactor()
+    with duckdb.connect() as con:
+        in_duckdb = con.execute(f"SELECT {redactor.redact_sql('$t')}", {"t": text}).fetchone()[0]
+    assert redactor.redact(text) == redacted
+    assert in_duckdb == redacted
+
 @pytest.mark.parametrize("text", [
     "the bearer of bad news", "task-customer-support-tickets", "sess-2026-10-01-000123", "user 42", "u_3fa9c1",
     "gpt-4o-mini", "pkg@1.2.3", "a@b", "control", "2026-10-01T09:14:03+00:00", "a basic knowledge of order",
+    "http://localhost:8080/a@b", "https://example.com:443/x", "tokens: 500", "basic dXNlcjpwYXNz",
 ])
 def test_ordinary_ids_and_words_are_left_alone(text):
     assert Redactor().redact(text) == text
 
 
+
+@pytest.mark.parametrize("text, redacted", [
+    ("write to jürgen@exämple.de.", "write to <redacted:email>."),
+    ("«josé.garcía@correo.es»", "«<redacted:email>»"),  # the guillemets are no part of the address
+    ("\u201cbob@example.com\u201d", "\u201c<redacted:email>\u201d"),  # nor are curly quotes
+    ("to\u00a0ana@ex.org", "to\u00a0<redacted:email>"),  # nor a no-break space
+    ("联系：用户@例子.广告。谢谢", "联系：<redacted:email>。谢谢"),  # nor CJK punctuation
+])
+def test_an_internationalized_address_is_redacted_whole_and_alike_in_python_and_duckdb(text, redacted):
+    redactor = Redactor()
+    with duckdb.connect() as con:
+        in_duckdb = con.execute(f"SELECT {redactor.redact_sql('$t')}", {"t": text}).fetchone()[0]
+    assert redactor.redact(text) == redacted
+    assert in_duckdb == redacted
+
 # text built from the characters the patterns look at, so that matches are frequent
 _PIECES = st.sampled_from(["sk-", "sk-proj-", "AKIA", "ghp_", "xoxb-", "Bearer ", "bearer\t", "@", ".", "com", "example",
                            "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----", "\n", "eyJ", "password=", " ", '"',
-                           "AIza", "sk_live_", "_", "-"])
+                           "AIza", "sk_live_", "_", "-", "://", ":", "Authorization: Basic ", "token=", "ü", "例", "भा", "\u00a0", "\u201c", "\u3000", "\U0001f600"])
 _TEXT = st.lists(st.one_of(_PIECES, st.text(alphabet="aZ09_-.+/=", min_size=1, max_size=30)), max_size=12).map("".join)
 
 
@@ -113,6 +150,17 @@ def test_a_record_with_a_repeated_key_keeps_both_and_redacts_both():
     assert redact_record(record, ["user_id"], Redactor()) == '{"user_id": "<redacted:email>", "user_id": "<redacted:email>"}'
 
 
+
+def test_a_record_that_escapes_an_unpaired_surrogate_stays_text_that_utf8_can_hold():
+    # json.loads turns the six characters \ud800 into a lone surrogate; written back as it is, the
+    # record could not be encoded (UnicodeEncodeError in every later step), so the escape is kept
+    record = '{"session_id": "s\\ud800", "note": "x", "model": "\\ud83d\\ude00 caf\u00e9 a@example.com"}'
+    redacted = redact_record(record, ["session_id", "model"], Redactor())
+    assert redacted == '{"session_id": "s\\ud800", "note": "<redacted:not_in_contract>", "model": "\N{GRINNING FACE} caf\u00e9 <redacted:email>"}'
+    assert redacted.encode("utf-8")
+    assert redact_json('["\\udfff"]', Redactor()) == '["\\udfff"]'
+
+
 def test_json_values_are_redacted_inside_and_stay_json():
     arms = json.dumps([{"name": "a", "payload": {"prompt": f"use {SECRETS['openai_key'][1]}"}, "allocation": 0.5}])
     redacted = redact_json(arms, Redactor())
@@ -127,6 +175,15 @@ def test_a_user_adds_patterns_with_a_yaml_file(tmp_path, monkeypatch):
     assert redactor.patterns[: len(DEFAULT_PATTERNS)] == DEFAULT_PATTERNS
     assert redactor.redact("owner EMP-123456, mail dave@example.com") == "owner <redacted:employee_id>, mail <redacted:email>"
 
+
+
+def test_a_users_pattern_may_keep_its_first_and_last_groups(tmp_path):
+    path = tmp_path / "patterns.yaml"
+    path.write_text("patterns:\n  - kind: pin\n    regex: '(pin )[0-9]{4}( ok)'\n    keep_prefix: true\n    keep_suffix: true\n")
+    redactor = Redactor(load_patterns(path))
+    with duckdb.connect() as con:
+        in_duckdb = con.execute(f"SELECT {redactor.redact_sql('$t')}", {"t": "the pin 1234 ok."}).fetchone()[0]
+    assert redactor.redact("the pin 1234 ok.") == in_duckdb == "the pin <redacted:pin> ok."
 
 @pytest.mark.parametrize("text, message", [
     ("patterns: nope", "expected 'patterns:'"),

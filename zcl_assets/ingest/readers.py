@@ -2,15 +2,18 @@
 
 - JSON Lines (``.jsonl``, ``.ndjson``, ``.json``): one row per non-blank line, numbered by
   its physical line (1-based), as text (``json`` shape). A line that is not valid UTF-8 is
-  kept with its bad bytes escaped (``\\xNN``) and flagged.
+  kept with its bad bytes escaped (``\\xNN``) and flagged ``invalid_encoding``; a line whose
+  JSON strings escape half of a UTF-16 surrogate pair without the other half (``"\\ud800"``:
+  no Unicode character, so no UTF-8 text can hold it) is kept as landed and flagged
+  ``unpaired_surrogate``, so no later step decodes it.
 - CSV: every cell as text, one row per data row (1 = the first row after the header;
   blank lines are skipped) (``text`` shape). Files are stacked by column name; a column a
   file lacks is absent. A line with fewer or more cells than the header is a row of its
   own, flagged ``malformed_record`` with the counts, and the other lines are read as usual.
 - Parquet: typed columns as stored (``native`` shape), row numbers from the file.
 
-Text and Parquet rows carry ``__error_rule`` and ``__error`` (NULL for a sound row): a file
-whose header or schema names a column twice flags every row ``duplicate_field``.
+Every row carries ``__error_rule`` and ``__error`` (NULL for a sound row): a file whose
+header or schema names a column twice flags every row ``duplicate_field``.
 
 A file that cannot be read at all is one row of the ``json`` shape with the error, so it is
 counted and quarantined (``unreadable_file``) instead of lost. :func:`count_rows` counts
@@ -25,6 +28,8 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +52,8 @@ _JSON_SCHEMA = {
     "__source_file": pl.String,
     "__source_row": pl.Int64,
     "__record": pl.String,
+    "__error_rule": pl.String,
     "__error": pl.String,
-    "__encoding_error": pl.Boolean,
 }
 
 
@@ -88,7 +93,7 @@ def unreadable(file: ArchivedFile, error: str, rows: int = 1) -> pl.DataFrame:
     return pl.DataFrame(
         {"__partition_day": [dt.date.fromisoformat(file.partition_day)] * rows, "__source_file": [file.source_file] * rows,
          "__source_row": list(range(1, rows + 1)), "__record": [None] * rows,
-         "__error": [f"unreadable file: {error}"] * rows, "__encoding_error": [False] * rows},
+         "__error_rule": ["unreadable_file"] * rows, "__error": [f"unreadable file: {error}"] * rows},
         schema=_JSON_SCHEMA,
     )
 
@@ -105,17 +110,15 @@ def read_json_lines(file: ArchivedFile) -> pl.DataFrame:
                 handle, has_header=False, separator="\x01", quote_char=None, new_columns=["__record"],
                 schema={"__record": pl.String}, row_index_name="__source_row", row_index_offset=1,
             )
-        frame = frame.with_columns(
-            pl.col("__source_row").cast(pl.Int64), pl.lit(None, dtype=pl.String).alias("__error"),
-            pl.lit(False).alias("__encoding_error"),
-        )
+        frame = frame.with_columns(pl.col("__source_row").cast(pl.Int64), pl.lit(None, dtype=pl.String).alias("__error_rule"),
+                                   pl.lit(None, dtype=pl.String).alias("__error"))
     except Exception:  # noqa: BLE001 - the exact reader below handles what polars refuses
         try:
             frame = _read_lines_exactly(file.path)
         except OSError as exc:
             return unreadable(file, f"{type(exc).__name__}: {exc}")
     frame = frame.filter(pl.col("__record").is_not_null() & (pl.col("__record").str.strip_chars() != ""))
-    return _lineage(frame, file).select(list(_JSON_SCHEMA))
+    return _lineage(flag_unpaired_surrogates(frame), file).select(list(_JSON_SCHEMA))
 
 
 def _read_lines_exactly(path: Path) -> pl.DataFrame:
@@ -133,10 +136,60 @@ def _read_lines_exactly(path: Path) -> pl.DataFrame:
         {
             "__source_row": rows,
             "__record": records,
+            "__error_rule": ["invalid_encoding" if bad else None for bad in encoding],
             "__error": ["line is not valid UTF-8" if bad else None for bad in encoding],
-            "__encoding_error": encoding,
         },
-        schema={"__source_row": pl.Int64, "__record": pl.String, "__error": pl.String, "__encoding_error": pl.Boolean},
+        schema={"__source_row": pl.Int64, "__record": pl.String, "__error_rule": pl.String, "__error": pl.String},
+    )
+
+
+_SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
+"""A JSON escape of a UTF-16 surrogate (``\\ud800`` to ``\\udfff``), paired or not: the cheap
+test that picks the few lines :func:`unpaired_surrogates` reads exactly."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unpaired_surrogates(line: str) -> str | None:
+    r"""Why a JSON Lines line cannot become text, or None: a string of it (a key or a value)
+    escapes half of a UTF-16 surrogate pair without the other half (RFC 8259 section 8.2).
+
+    Python's ``json`` decodes such an escape to a lone surrogate, which no UTF-8 text can
+    hold (DuckDB refuses the line as JSON); a paired escape (``\ud83d\ude00``) is one
+    character and passes. A line that is not JSON is left to ``malformed_record``.
+
+    Examples:
+        >>> unpaired_surrogates('{"session_id": "s\\ud800", "model": "m"}')
+        '"session_id" holds \\ud800, half of a UTF-16 surrogate pair without its other half, which is no Unicode character'
+        >>> unpaired_surrogates('{"note": "\\ud83d\\ude00"}') is None
+        True
+    """
+    try:
+        parsed = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    pairs = parsed.items() if isinstance(parsed, dict) else [(None, parsed)]
+    for key, value in pairs:
+        found = _SURROGATE.findall(json.dumps(value, ensure_ascii=False) + (key or ""))
+        if found:
+            where = "the line" if key is None else json.dumps(key)
+            escapes = ", ".join(dict.fromkeys(f"\\u{ord(c):04x}" for c in found))
+            return f"{where} holds {escapes}, half of a UTF-16 surrogate pair without its other half, which is no Unicode character"
+    return None
+
+
+def flag_unpaired_surrogates(frame: pl.DataFrame) -> pl.DataFrame:
+    """A ``json``-shape frame with its sound lines that hold an unpaired surrogate flagged
+    ``unpaired_surrogate`` (:func:`unpaired_surrogates`); only lines that escape a surrogate
+    at all are parsed."""
+    suspect = frame.get_column("__record").str.contains(_SURROGATE_ESCAPE) & frame.get_column("__error_rule").is_null()
+    if not suspect.any():
+        return frame
+    reasons = [unpaired_surrogates(line) if s else None for line, s in zip(frame.get_column("__record"), suspect)]
+    found = pl.Series(reasons, dtype=pl.String)
+    return frame.with_columns(
+        pl.when(found.is_not_null()).then(pl.lit("unpaired_surrogate")).otherwise(pl.col("__error_rule")).alias("__error_rule"),
+        pl.when(found.is_not_null()).then(found).otherwise(pl.col("__error")).alias("__error"),
     )
 
 
@@ -162,8 +215,9 @@ def read_csv(file: ArchivedFile) -> pl.DataFrame:
     """Every cell of a CSV file as text, with lineage and the row's error (module docstring).
 
     pyarrow reads a sound file in one pass; a file it refuses (a line with the wrong number
-    of cells) is read record by record with Python's ``csv`` module, so its good lines are
-    kept. Raises on a file neither can read (not UTF-8 text).
+    of cells, a cell longer than its block of 1 MB) is read record by record with Python's
+    ``csv`` module, so its good lines are kept; a cell may be as long as a JSON Lines line.
+    Raises on a file neither can read (not UTF-8 text).
     """
     try:
         header = _csv_header(file.path)
@@ -184,14 +238,24 @@ def read_csv(file: ArchivedFile) -> pl.DataFrame:
 
 def _csv_header(path: Path) -> list[str]:
     """The header record of a CSV file (empty for an empty file); raises on bytes that are not UTF-8."""
+    _allow_cells_of(path.stat().st_size)
     with path.open(encoding="utf-8-sig", newline="") as handle:
         return next(csv.reader(handle), [])
+
+
+def _allow_cells_of(size: int) -> None:
+    """Let Python's ``csv`` read cells of up to ``size`` characters: its default limit (131,072)
+    refused a whole file for one long cell, which a JSON Lines line of any length never is;
+    no cell is longer than its file. The limit is the ``csv`` module's and only grows."""
+    if csv.field_size_limit() < size:
+        csv.field_size_limit(size)
 
 
 def _read_csv_exactly(file: ArchivedFile) -> pl.DataFrame:
     """Record by record: a record with another number of cells than the header is flagged
     ``malformed_record`` (its cells kept as far as the header names them)."""
     text = file.path.read_bytes().decode("utf-8-sig")
+    _allow_cells_of(len(text))
     records = csv.reader(io.StringIO(text, newline=""))
     header = next(records, [])
     names, repeated = _unique_names(header)

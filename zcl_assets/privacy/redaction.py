@@ -4,13 +4,14 @@ A :class:`Redactor` holds an ordered list of :class:`Pattern`: API keys of the c
 providers, bearer tokens, private key blocks, credential assignments, e-mail addresses, and
 whatever a user adds (``ZCL_REDACTION_PATTERNS``, a YAML file). A matched value becomes a
 typed placeholder, ``<redacted:email>``; a pattern may keep its leading group (``Bearer
-<redacted:bearer_token>``).
+<redacted:bearer_token>``) and its trailing one (``postgresql://zcl:<redacted:uri_password>@db``).
 
 The same patterns run in two engines: Python's ``re`` (ASCII mode) for logs, reasons,
 metadata and quarantined records, and DuckDB's RE2 (:meth:`Redactor.redact_sql`) for the
 values staged in bulk. Patterns are written in the subset both engines read the same way:
 no lookaround or backreferences, explicit character classes instead of case-insensitive
-flags, and repeats that cannot backtrack far: each pattern starts at a literal or a bounded
+flags or Unicode properties (non-ASCII letters as ranges of the characters themselves,
+``WORD_BEYOND_ASCII``), and repeats that cannot backtrack far: each pattern starts at a literal or a bounded
 run (``{1,64}`` before ``@``) and ends in a greedy run, so Python's backtracking stays
 linear in the text (RE2 is linear by construction).
 
@@ -59,11 +60,13 @@ class Pattern:
         kind: the placeholder's type (``[a-z][a-z0-9_]*``): ``<redacted:kind>``.
         regex: the pattern, in the subset Python ``re`` (ASCII) and RE2 share.
         keep_prefix: the pattern's first group is kept before the placeholder.
+        keep_suffix: the pattern's last group is kept after the placeholder.
     """
 
     kind: str
     regex: str
     keep_prefix: bool = False
+    keep_suffix: bool = False
 
     def __post_init__(self) -> None:
         if not _KIND.match(self.kind):
@@ -72,15 +75,41 @@ class Pattern:
 
     @property
     def replacement(self) -> str:
-        """The replacement text (``\\1`` keeps the prefix group; the same in both engines)."""
-        return ("\\1" if self.keep_prefix else "") + placeholder(self.kind)
+        """The replacement text (``\\1`` keeps the prefix group, ``\\2`` or ``\\1`` the suffix; the
+        same in both engines)."""
+        suffix = f"\\{2 if self.keep_prefix else 1}" if self.keep_suffix else ""
+        return ("\\1" if self.keep_prefix else "") + placeholder(self.kind) + suffix
 
 
-_CREDENTIAL_NAMES = ("password", "passwd", "secret", "api_key", "apikey", "api-key", "access_token", "auth_token", "client_secret")
+_BEYOND_ASCII = (
+    (0xC0, 0xD6), (0xD8, 0xF6), (0xF8, 0x1FFF),  # Latin-1 letters (not its punctuation, no-break space, x or /) to Greek
+    (0x2070, 0x2DFF),  # after General Punctuation (spaces, dashes, quotes, zero-width characters)
+    (0x2E80, 0x2FFF),  # after Supplemental Punctuation: CJK radicals
+    (0x3040, 0xD7FF),  # after CJK Symbols and Punctuation (the ideographic space, its commas and brackets): kana to Hangul
+    (0xF900, 0xFE0F), (0xFE20, 0xFE2F), (0xFE70, 0xFEFE),  # after private use; no vertical or small punctuation, no BOM
+    (0xFF10, 0xFF19), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A), (0xFF66, 0xFFEF),  # fullwidth digits and letters, halfwidth forms
+    (0x10000, 0x10FFFF),  # the supplementary planes
+)
+WORD_BEYOND_ASCII = "".join(f"{chr(first)}-{chr(last)}" for first, last in _BEYOND_ASCII)
+"""The characters beyond ASCII that an internationalized e-mail address holds (RFC 6531 and
+6532: UTF-8 in the local part and the domain), as ranges for a character class: letters,
+marks and digits of every script, but not white space, punctuation, surrogates or private
+use, so that an address ends where the text around it does. Written as the characters
+themselves, which Python's ``re`` and RE2 read alike (Python has no ``\\p{L}``)."""
+
+_CREDENTIAL_NAMES = ("password", "passwd", "secret", "api_key", "apikey", "api-key", "access_token", "auth_token", "client_secret",
+                     "token")
 _TOKEN = "[A-Za-z0-9._~+/=-]"
 
 DEFAULT_PATTERNS: tuple[Pattern, ...] = (
     Pattern("private_key", r"-----BEGIN[A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/= \t\r\n\\]*(?:-----END[A-Z ]*PRIVATE KEY-----)?"),
+    # the password of a URI's user information (RFC 3986 section 3.2.1): scheme://user:password@host
+    Pattern("uri_password", r"([A-Za-z][A-Za-z0-9+.-]{0,30}://[^ \t\r\n/?#@:\"'<>]{0,256}:)[^ \t\r\n/?#@\"'<>]{1,256}(@)",
+            keep_prefix=True, keep_suffix=True),
+    # the credentials of HTTP Basic authentication (RFC 7617) in an Authorization header; a bare
+    # "basic" is a word ("a basic knowledge"), so the header's name must be there
+    Pattern("basic_auth", rf"({_any_case('authorization')}[\"']?[ \t]*[:=][ \t]*[\"']?{_any_case('basic')}[ \t]+)[A-Za-z0-9+/=._~-]{{4,}}",
+            keep_prefix=True),
     # a token after "Bearer" holds a digit: "the bearer of news" is not a credential
     Pattern("bearer_token", rf"({_any_case('bearer')}[ \t]+){_TOKEN}*[0-9]{_TOKEN}*", keep_prefix=True),
     Pattern("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
@@ -97,7 +126,9 @@ DEFAULT_PATTERNS: tuple[Pattern, ...] = (
         "((?:" + "|".join(_any_case(n) for n in _CREDENTIAL_NAMES) + ")[\"']?[ \t]*[:=][ \t]*[\"']?)[^ \t\r\n\"',;&]{4,}",
         keep_prefix=True,
     ),
-    Pattern("email", r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"),
+    # RFC 5322 addresses and the internationalized ones of RFC 6531 (jürgen@exämple.de, 用户@例子.广告)
+    Pattern("email", rf"[A-Za-z0-9._%+{WORD_BEYOND_ASCII}-]{{1,64}}@[A-Za-z0-9{WORD_BEYOND_ASCII}-]+"
+                     rf"(?:\.[A-Za-z0-9{WORD_BEYOND_ASCII}-]+)*\.[A-Za-z{WORD_BEYOND_ASCII}]{{2,}}"),
 )
 """The patterns every :class:`Redactor` starts with, most specific first (a private key
 block before the keys it may contain, provider prefixes before the generic ones)."""
@@ -195,7 +226,7 @@ def _any_pattern(patterns: tuple[Pattern, ...]) -> re.Pattern[str] | None:
 
 
 def load_patterns(path: Path) -> tuple[Pattern, ...]:
-    """Extra patterns from a YAML file: ``patterns: [{kind: ..., regex: ..., keep_prefix: false}]``.
+    """Extra patterns from a YAML file: ``patterns: [{kind: ..., regex: ..., keep_prefix: false, keep_suffix: false}]``.
 
     Raises:
         ValueError: the file is not such a list, or a kind or regex is invalid in Python or
@@ -210,7 +241,8 @@ def load_patterns(path: Path) -> tuple[Pattern, ...]:
         if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str) or not isinstance(entry.get("regex"), str):
             raise ValueError(f"{path}: pattern {i + 1} needs a text 'kind' and 'regex'")
         try:
-            patterns.append(Pattern(entry["kind"], entry["regex"], bool(entry.get("keep_prefix", False))))
+            patterns.append(Pattern(entry["kind"], entry["regex"], bool(entry.get("keep_prefix", False)),
+                                    bool(entry.get("keep_suffix", False))))
             _check_re2(entry["regex"])
         except (ValueError, re.error, duckdb.Error) as exc:
             raise ValueError(f"{path}: pattern {i + 1} ({entry['kind']}): {exc}") from exc
@@ -265,12 +297,22 @@ def _redact_value(value: object, redactor: Redactor) -> object:
     return value
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json_text(value: object) -> str:
+    """JSON of a scalar, its non-ASCII characters as they are but an unpaired surrogate (a
+    string that escaped one, which Python's ``json`` decodes) escaped again: no UTF-8 text
+    can hold it."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+
+
 def _dump(value: object) -> str:
     if isinstance(value, tuple):
-        return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {_dump(v)}" for k, v in value) + "}"
+        return "{" + ", ".join(f"{_json_text(k)}: {_dump(v)}" for k, v in value) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(_dump(v) for v in value) + "]"
-    return json.dumps(value, ensure_ascii=False)
+    return _json_text(value)
 
 
 def redact_json(text: str | None, redactor: Redactor) -> str | None:
@@ -285,7 +327,7 @@ def redact_json(text: str | None, redactor: Redactor) -> str | None:
     try:
         parsed = json.loads(text, object_pairs_hook=tuple)
     except (ValueError, RecursionError):
-        return json.dumps(redactor.redact(text), ensure_ascii=False)
+        return _json_text(redactor.redact(text))
     return _dump(_redact_value(parsed, redactor))
 
 
@@ -322,4 +364,4 @@ def redact_record(record: str | None, fields: Iterable[str], redactor: Redactor)
         value = match.group(3) if key in known else json.dumps(OUTSIDE_CONTRACT)
         return f'"{match.group(1)}"{match.group(2)}{value}'
 
-    return redactor.redact(_PAIR.sub(pair, record))
+    return _PAIR.sub(pair, redactor.redact(record))
