@@ -24,6 +24,8 @@ def _rule(f: Field) -> str:
         parts.append("not blank")
     if f.json_shape is not None:
         parts.append(f"a JSON {f.json_shape.replace('_', ' ')}")
+    if f.max_depth is not None:
+        parts.append(f"nested at most {f.max_depth} levels deep")
     if f.doc:
         parts.append(f.doc)
     if f.free_text:

@@ -44,6 +44,9 @@ class Field:
         non_blank: a text value must contain a non-space character.
         json_shape: the shape a ``JSON`` field must have: ``list``, ``object``,
             ``list_of_text`` or ``list_of_objects``.
+        max_depth: a ``JSON`` value nests at most this many arrays and objects, one inside
+            the other (``[]`` is 1 deep, ``[{"a": []}]`` 3); a deeper one is refused
+            (``too_deep``) before any other rule walks its nested values.
         default: value used when a record leaves an optional field out (as the staged value).
         doc: one line for the landing documentation.
         free_text: words rather than an identifier (a hypothesis, a reason): a secret or
@@ -65,6 +68,7 @@ class Field:
     lt: float | None = None
     non_blank: bool = False
     json_shape: str | None = None
+    max_depth: int | None = None
     default: object = None
     doc: str = ""
     free_text: bool = False
@@ -75,6 +79,8 @@ class Field:
             raise ValueError(f"field {self.name}: type {self.type!r} is not one of {TYPES}")
         if self.json_shape is not None and (self.type != "JSON" or self.json_shape not in JSON_SHAPES):
             raise ValueError(f"field {self.name}: json_shape needs type JSON and one of {JSON_SHAPES}")
+        if self.max_depth is not None and (self.type != "JSON" or self.max_depth < 1):
+            raise ValueError(f"field {self.name}: max_depth needs type JSON and a depth of at least 1")
         if self.allowed is not None and self.type not in ("VARCHAR", "BIGINT"):
             raise ValueError(f"field {self.name}: allowed values are for VARCHAR and BIGINT fields")
         if (self.free_text or self.personal) and self.type != "VARCHAR":

@@ -52,6 +52,13 @@ MIN_VERIFIED_SHARE = 0.01
 """Smallest expected verified share: the plan is divided by it."""
 MAX_MIN_SAMPLES = 1_000_000_000
 """Largest declared minimum sample per arm."""
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of arrays and objects in a JSON field (arms, guardrails, caps, an allocation,
+the context documents). The arms are three levels over their payloads, which name documents
+and orders in a few more. Much deeper nesting describes no design and stops the night:
+DuckDB's checks of the nested values copy each level's text (a 20 KB value 10,000 levels deep
+took 2.3 GiB), and Python's JSON readers recurse once a level (the parser fails at about 1,000 levels, the
+redaction of a refused record at a few hundred)."""
 
 
 def _version() -> Field:  # pragma: no mutate block (runs only at import, before a mutant is on)
@@ -77,7 +84,7 @@ EXPERIMENTS = TableContract(
         _text("task_type"),
         _text("kind", allowed=EXPERIMENT_KINDS),
         Field("hypothesis", "VARCHAR", non_blank=True, doc="the hypothesis in words", free_text=True),
-        Field("arms", "JSON", json_shape="list_of_objects",
+        Field("arms", "JSON", json_shape="list_of_objects", max_depth=MAX_JSON_DEPTH,
               doc=f"list of {{name, payload, allocation}}, 2 to {MAX_ARMS} arms; shares sum to 1"),
         _text("control_arm", doc="one of the arm names"),
         _text("primary_metric", allowed=METRICS),
@@ -93,9 +100,9 @@ EXPERIMENTS = TableContract(
             "sessions_per_unit", required=False, allowed=("one", "many"), default="many",
             doc="'one': a unit-level export, where a repeated unit is a defect",
         ),
-        Field("guardrails", "JSON", required=False, json_shape="list_of_objects", default="[]",
+        Field("guardrails", "JSON", required=False, json_shape="list_of_objects", max_depth=MAX_JSON_DEPTH, default="[]",
               doc=f"list of {{metric, direction, margin}}, at most {MAX_GUARDRAILS}"),
-        Field("metric_caps", "JSON", required=False, json_shape="object", doc="caps of time_minutes and tokens"),
+        Field("metric_caps", "JSON", required=False, json_shape="object", max_depth=MAX_JSON_DEPTH, doc="caps of time_minutes and tokens"),
         Field("expected_verified_share", "DOUBLE", required=False, ge=MIN_VERIFIED_SHARE, le=1, default=1.0),
         Field("cuped", "BOOLEAN", required=False, default=True,
               doc="adjust for each unit's pre-experiment verified mean (CUPED) where the family's history has one"),
@@ -133,7 +140,8 @@ EXPERIMENT_EVENTS = TableContract(
         _text("status", allowed=EXPERIMENT_STATUSES),
         _time("at"),
         Field("reason", "VARCHAR", required=False, free_text=True),
-        Field("allocation", "JSON", required=False, json_shape="object", doc="new allocation shares {arm: share} from `at` on"),
+        Field("allocation", "JSON", required=False, json_shape="object", max_depth=MAX_JSON_DEPTH,
+              doc="new allocation shares {arm: share} from `at` on"),
     ),
     key=("experiment_id", "status", "at"),
 )
@@ -152,7 +160,8 @@ SESSIONS = TableContract(
         Field("budget", "DOUBLE", required=False, ge=0, doc="token budget"),
         _time("started_at"),
         _time("ended_at", required=False),
-        Field("context_doc_ids", "JSON", required=False, json_shape="list_of_text", doc="documents of the context bundle"),
+        Field("context_doc_ids", "JSON", required=False, json_shape="list_of_text", max_depth=MAX_JSON_DEPTH,
+              doc="documents of the context bundle"),
         Field("context_digest", "VARCHAR", required=False),
         Field("experiment_id", "VARCHAR", required=False, doc="the experiment the bundle took part in"),
         Field("delivered_arm", "VARCHAR", required=False, doc="the arm the bundle actually carried"),

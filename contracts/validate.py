@@ -26,8 +26,10 @@ the rule and every reason is kept:
 3. ``wrong_partition``: the event time falls on another UTC day than the folder;
 4. per field, the domain: ``blank`` (nothing but white space or invisible characters),
    ``not_allowed``, ``not_finite`` (also a NaN or infinity inside a JSON field, an infinite
-   timestamp), ``out_of_range``, ``bad_shape``, ``duplicate_field`` (a key repeated inside
-   a JSON field), ``sensitive_value`` (an id that holds a secret or personal datum);
+   timestamp), ``out_of_range``, ``too_deep`` (a JSON field nested deeper than its
+   ``max_depth``: measured on its text, and no other rule then reads its nested values),
+   ``bad_shape``, ``duplicate_field`` (a key repeated inside a JSON field),
+   ``sensitive_value`` (an id that holds a secret or personal datum);
 5. the table's row rules (``contracts.tables``).
 
 Secrets and personal data (``zcl_assets.privacy``): a field marked ``free_text`` and every
@@ -61,6 +63,9 @@ BLANK_PATTERN = r"^[\s\x{0B}\x{85}\p{Z}\p{Cf}]*$"
 """RE2: white space (ASCII, vertical tab, next line, Unicode separators) and invisible format
 characters only, such as a tab, a no-break space or a zero-width space."""
 CANDIDATE_LINEAGE: tuple[str, ...] = ("partition_day", "source_file", "source_row")
+_JSON_STRING = r'"(?:[^"\\]|\\.)*"'  # RE2: a JSON string, escapes included
+_NOT_BRACKET = r"[^\[\]{}]"
+_EMPTY_PAIR = r"\[\]|\{\}"
 
 _INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT")
 _FLOAT_TYPES = ("FLOAT", "DOUBLE")
@@ -279,7 +284,37 @@ def _json_rules(f: Field, x: str, shown: str) -> list[tuple[str, str, str]]:
             "AND len(json_keys(e)) <> len(list_distinct(json_keys(e))))), false)",
             sql_literal(f"{f.name} holds an object with a key that appears more than once"),
         ))
-    return rules
+    if f.max_depth is None:
+        return rules
+    # a CASE evaluates its ELSE only on the rows its WHEN leaves: no rule walks a deeper value
+    deep = _too_deep_flag(f.name)
+    guarded = [(rule, f"CASE WHEN {deep} THEN false ELSE ({cond}) END", reason) for rule, cond, reason in rules]
+    too_deep = sql_literal(f"{f.name} nests arrays and objects more than {f.max_depth} levels deep, "
+                           "the most a JSON field may nest")
+    return [("too_deep", deep, too_deep), *guarded]
+
+
+def _too_deep_flag(name: str) -> str:
+    """The column that says a JSON field nests deeper than its ``max_depth`` (:func:`_too_deep`)."""
+    return f"src.{quote_identifier('__deep_' + name)}"
+
+
+def _too_deep(f: Field) -> str:
+    """SQL: the JSON value of ``f`` nests more than ``f.max_depth`` arrays and objects.
+
+    Measured on the text, never by walking the value: with the strings taken out and only the
+    brackets kept, each pass that removes every empty pair (``[]``, ``{}``) takes exactly one
+    level off, so ``max_depth`` passes leave nothing unless the value is deeper. A value of
+    at most twice ``max_depth`` characters, or with no more opening brackets than
+    ``max_depth``, cannot be deeper and needs no pass (most values; a CASE tests in order).
+    """
+    text = f"CAST({_typed(f.name)} AS VARCHAR)"
+    opening = f"(length({text}) - length(replace(replace({text}, '[', ''), '{{', '')))"
+    brackets = f"regexp_replace(regexp_replace({text}, {sql_literal(_JSON_STRING)}, '', 'g'), {sql_literal(_NOT_BRACKET)}, '', 'g')"
+    for _ in range(f.max_depth):
+        brackets = f"regexp_replace({brackets}, {sql_literal(_EMPTY_PAIR)}, '', 'g')"
+    return (f"CASE WHEN length({text}) <= {2 * f.max_depth} THEN false WHEN {opening} <= {f.max_depth} THEN false "
+            f"ELSE {brackets} <> '' END")
 
 
 def _read_conditions(source: Source) -> tuple[list[tuple[str, str, str]], str]:
@@ -393,13 +428,14 @@ def candidate_select(contract: TableContract, source: Source, policy: PrivacyPol
     texts = [f"CAST({_typed(f.name)} AS VARCHAR)" for f in fields if redacted_in_place(f)]
     in_place = " OR ".join(f"coalesce({policy.redactor.detect_sql(t)}, false)" for t in texts)
     sensitive = f"CASE WHEN src.__gate THEN {in_place} ELSE false END" if texts else "false"
+    deep = "".join(f", {_too_deep(f)} AS {quote_identifier('__deep_' + f.name)}" for f in fields if f.max_depth is not None)
     return (
         f"SELECT src.__partition_day AS partition_day, src.__source_file AS source_file, src.__source_row AS source_row, {field_list},\n"
         f"  CASE WHEN {broken} THEN CASE {rule_case} END END AS __rule,\n"
         f"  CASE WHEN {broken} THEN concat_ws('; ', {reasons}) END AS __reason,\n"
         f"  CASE WHEN {broken} THEN {record} END AS __record,\n"
         f"  {sensitive} AS __sensitive\n"
-        f"FROM (SELECT src.*, {', '.join(flags)} FROM (SELECT src.*, {_gate(contract, policy)} AS __gate FROM "
+        f"FROM (SELECT src.*, {', '.join(flags)} FROM (SELECT src.*, {_gate(contract, policy)} AS __gate{deep} FROM "
         f"(SELECT src.*, {', '.join(typed_columns)} FROM {_prepared_relation(contract, source)} src) src) src) src"
     )
 

@@ -116,3 +116,33 @@ def test_bad_input_is_quarantined_with_its_rule(landed, instance):
     assert reason == "malformed_record: not a JSON object"  # no rule about fields it never had
     # s5 is assigned on 2026-10-05 but landed in the folder of DAY
     assert moved == "wrong_partition: assigned_at falls on 2026-10-05 UTC, not on the partition day 2026-10-02"
+
+
+def test_json_nested_beyond_the_contracts_depth_is_quarantined_and_the_night_goes_on(pipeline_paths, instance):
+    # a payload 1,000 levels deep once stopped staging (Python's JSON reader recursed), an
+    # allocation 10,000 deep took DuckDB 2.3 GiB; both are written as text, too deep to dump
+    landing, warehouse = pipeline_paths
+    levels = lambda n: "[" * n + "]" * n  # noqa: E731
+    deep_arms = json.dumps(dict(GOOD_EXPERIMENT, experiment_id="deep")).replace('"payload": {}', f'"payload": {levels(1_000)}', 1)
+    _write(landing / "experiments" / "2026-10-01" / "reg.jsonl", [deep_arms, GOOD_EXPERIMENT])
+    active = {"schema_version": 1, "experiment_id": "e1", "status": "active", "at": f"{DAY}T00:00:00+00:00"}
+    deep_allocation = json.dumps(dict(active, at=f"{DAY}T05:00:00+00:00", allocation={"control": 0.5, "treatment": 0.5}))
+    _write(landing / "experiment_events" / DAY / "ev.jsonl", [active, deep_allocation.replace("0.5}", levels(10_000) + "}")])
+    _write(landing / "sessions" / DAY / "s.jsonl", [
+        {"schema_version": 1, "session_id": "s1", "org_id": "o", "user_id": "u", "task_type": "t",
+         "started_at": f"{DAY}T09:00:00+00:00", "experiment_id": "e1", "delivered_arm": "control"}])
+    _write(landing / "assignments" / DAY / "a.jsonl", [_assignment("s1")])
+    results = run_night(instance, "2026-10-03")
+    assert results and all(r.success for r in results)
+    assert any(e.asset_key.path[-1] == "analysis_report" for r in results for e in r.get_asset_materialization_events())
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        refused = con.execute("SELECT source_table, source_row, rule, reason FROM quarantine ORDER BY 1").fetchall()
+        staged = [con.execute(f"SELECT count(*) FROM staged_{t}").fetchone()[0]
+                  for t in ("experiments", "experiment_events", "sessions", "assignments")]
+        assert conservation_gaps(con, ("experiments", "experiment_events", "sessions", "assignments")) == {}
+    assert refused == [
+        ("experiment_events", 2, "too_deep",
+         "too_deep: allocation nests arrays and objects more than 32 levels deep, the most a JSON field may nest"),
+        ("experiments", 1, "too_deep", "too_deep: arms nests arrays and objects more than 32 levels deep, the most a JSON field may nest"),
+    ]
+    assert staged == [1, 1, 1, 1]  # e1, its active event, its session and assignment

@@ -69,6 +69,23 @@ def test_every_json_shape_a_field_may_declare_is_checked(shape, fits, misfits):
     assert broken == [False] * len(fits) + [True] * len(misfits)
 
 
+@pytest.mark.parametrize("value, depth", [
+    ('[]', 1), ('[[["a"]]]', 3), ('{"a": [{"b": 1}]}', 3), ('[[], [], [], [], []]', 2),
+    ('["[[[[", "{{{{"]', 1), ('["\\"[[[[", {"k]]": "}}"}]', 2),  # brackets inside strings, an escaped quote
+    ('[[[[]]]]', 4), ('{"a": [{"b": []}]}', 4), ("[" * 10_000 + "]" * 10_000, 10_000),
+])
+def test_a_json_value_nested_beyond_its_bound_is_found_on_its_text(value, depth):
+    # the depth beside each value is counted by hand: arrays and objects, one inside the other
+    import duckdb
+
+    from contracts.validate import _too_deep
+
+    con = duckdb.connect()
+    found = con.execute(f'SELECT {_too_deep(Field("f", "JSON", max_depth=3))} FROM (SELECT CAST(? AS JSON) AS "__t_f") src',
+                        [value]).fetchone()[0]
+    assert found == (depth > 3)
+
+
 def test_a_source_of_an_unknown_shape_is_refused_by_name():
     with pytest.raises(ValueError, match=r"^shape 'xml' is not one of \('json', 'text', 'native'\)$"):
         Source("xml", "rel")

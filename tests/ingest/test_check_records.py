@@ -91,6 +91,22 @@ def test_a_json_field_of_the_wrong_shape_says_what_it_got():
         [("bad_shape", 'arms must be a JSON list of objects, got {"name":"a"}')]]
 
 
+def test_a_json_field_nested_beyond_the_contracts_depth_is_too_deep():
+    from contracts.tables import MAX_JSON_DEPTH
+    from tests.ingest.valid_records import VALID
+
+    def arms(levels):  # the arms list, an arm, its payload, then `levels` lists: 3 + levels deep
+        nested: list = []
+        for _ in range(levels - 1):
+            nested = [nested]
+        return [{"name": "c", "payload": {"v": nested}, "allocation": 0.5}, {"name": "b", "payload": {}, "allocation": 0.5}]
+
+    too_deep = [("too_deep", f"arms nests arrays and objects more than {MAX_JSON_DEPTH} levels deep, "
+                             "the most a JSON field may nest")]
+    records = [dict(VALID["experiments"], arms=arms(n)) for n in (MAX_JSON_DEPTH - 3, MAX_JSON_DEPTH - 2, 200)]
+    assert check_records("experiments", records) == [[], too_deep, too_deep]
+
+
 def test_an_event_time_that_is_not_text_is_a_problem_of_its_record_alone():
     # a JSON object or list where a time belongs: bad_type for that record, while the valid
     # record beside it is read as before (the times are read together, as one list of text)

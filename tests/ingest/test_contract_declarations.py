@@ -31,6 +31,21 @@ def test_every_known_json_shape_is_accepted(shape):
     assert Field("f", "JSON", json_shape=shape).json_shape == shape
 
 
+@pytest.mark.parametrize("kind, depth", [("VARCHAR", 3), ("JSON", 0)])
+def test_a_nesting_depth_needs_a_json_field_and_at_least_one_level(kind, depth):
+    with pytest.raises(ValueError, match="field f: max_depth needs type JSON and a depth of at least 1"):
+        Field("f", kind, max_depth=depth)
+
+
+def test_every_json_field_of_the_landing_tables_is_bounded_by_the_contracts_depth():
+    from contracts.tables import CONTRACTS, MAX_JSON_DEPTH
+
+    depths = {(t, f.name): f.max_depth for t, c in CONTRACTS.items() for f in c.fields if f.type == "JSON"}
+    assert depths == {("experiments", "arms"): MAX_JSON_DEPTH, ("experiments", "guardrails"): MAX_JSON_DEPTH,
+                      ("experiments", "metric_caps"): MAX_JSON_DEPTH, ("experiment_events", "allocation"): MAX_JSON_DEPTH,
+                      ("sessions", "context_doc_ids"): MAX_JSON_DEPTH}
+
+
 @pytest.mark.parametrize("kind", ["DOUBLE", "BOOLEAN", "TIMESTAMPTZ", "JSON"])
 def test_allowed_values_are_refused_outside_text_and_integer_fields(kind):
     with pytest.raises(ValueError, match="field f: allowed values are for VARCHAR and BIGINT fields"):

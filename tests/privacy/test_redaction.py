@@ -145,6 +145,18 @@ def test_a_record_that_is_not_json_still_loses_the_values_of_unknown_fields():
         '{"session_id": "s1", "token": "<redacted:not_in_contract>", "user_id": "<redacted:email>", "succ')
 
 
+def test_a_record_nested_deeper_than_python_recurses_is_redacted_by_pattern():
+    # 500 levels parse but are too deep to walk (the walk recurses twice a level): redacted as
+    # text, as a record too deep to parse or a truncated line is, instead of stopping the night
+    depth = 500
+    nested = "[" * depth + '"bob@example.org"' + "]" * depth
+    record = '{"arms": ' + nested + ', "token": "opaque-value"}'
+    assert redact_record(record, ["arms"], Redactor()) == (
+        '{"arms": ' + "[" * depth + '"<redacted:email>"' + "]" * depth + ', "token": "<redacted:not_in_contract>"}')
+    # a JSON field's value becomes the JSON string of its redacted text
+    assert redact_json(nested, Redactor()) == '"' + "[" * depth + '\\"<redacted:email>\\"' + "]" * depth + '"'
+
+
 def test_a_record_with_a_repeated_key_keeps_both_and_redacts_both():
     record = '{"user_id": "a@example.com", "user_id": "b@example.com"}'
     assert redact_record(record, ["user_id"], Redactor()) == '{"user_id": "<redacted:email>", "user_id": "<redacted:email>"}'

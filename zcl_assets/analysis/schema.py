@@ -246,7 +246,8 @@ FAMILY_OUTLOOK = TableSchema("family_outlook", (
     _c("baseline", F, "success rate of the verified ones: the baseline a new experiment would register"),
     _c("alpha_slots", INT, "K, the family's concurrent slots"),
     _c("slot_free", B, "a registration tonight would get a slot"),
-    _c("next_free_slot", D, "when no slot is free: the day the first live experiment should reach its plan"),
+    _c("next_free_slot", D, "when no slot is free: the day the first live experiment should reach its plan "
+       "(none when no end is known or every end falls after 9999)"),
     _c("experiments_sharing", INT, "experiments that would share the traffic, the new one included"),
     _c("comparison_alpha", F, "the level a new one-treatment experiment would plan at (alpha / K)"),
     _c("inflation", F, "R at that level and power 0.8"),

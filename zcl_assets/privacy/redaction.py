@@ -325,10 +325,9 @@ def redact_json(text: str | None, redactor: Redactor) -> str | None:
     if text is None:
         return None
     try:
-        parsed = json.loads(text, object_pairs_hook=tuple)
-    except (ValueError, RecursionError):
+        return _dump(_redact_value(json.loads(text, object_pairs_hook=tuple), redactor))
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the walk can recurse
         return _json_text(redactor.redact(text))
-    return _dump(_redact_value(parsed, redactor))
 
 
 def redact_record(record: str | None, fields: Iterable[str], redactor: Redactor) -> str | None:
@@ -336,8 +335,9 @@ def redact_record(record: str | None, fields: Iterable[str], redactor: Redactor)
 
     A record that is a JSON object keeps every key, in order and with repeats; the values
     of keys outside ``fields`` become ``OUTSIDE_CONTRACT`` and the others are redacted by
-    ``redactor``. Any other text (a truncated line) is redacted by pattern, and every
-    ``"key": value`` pair it still holds is treated as in an object.
+    ``redactor``. Any other text (a truncated line, a record nested deeper than Python
+    recurses) is redacted by pattern, and every ``"key": value`` pair it still holds is
+    treated as in an object.
 
     Examples:
         >>> redact_record('{"session_id": "s1", "api_key": "hunter2"}', ["session_id"], Redactor())
@@ -350,11 +350,11 @@ def redact_record(record: str | None, fields: Iterable[str], redactor: Redactor)
     known = set(fields)
     try:
         parsed = json.loads(record, object_pairs_hook=tuple)
-    except (ValueError, RecursionError):
-        parsed = None
-    if isinstance(parsed, tuple):
-        pairs = tuple((k, _redact_value(v, redactor) if k in known else OUTSIDE_CONTRACT) for k, v in parsed)
-        return _dump(tuple((redactor.redact(k), v) for k, v in pairs))
+        if isinstance(parsed, tuple):
+            pairs = tuple((k, _redact_value(v, redactor) if k in known else OUTSIDE_CONTRACT) for k, v in parsed)
+            return _dump(tuple((redactor.redact(k), v) for k, v in pairs))
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the walk can recurse
+        pass
 
     def pair(match: re.Match[str]) -> str:
         try:

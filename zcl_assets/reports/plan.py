@@ -23,7 +23,8 @@ def plan_text(figures: dict) -> str:
         free = figures["next_free_slot"]
         lines.append(f"no alpha slot free: all {figures['alpha_slots']} are held by live experiments of the family; "
                      + (f"the first should reach its plan, and free its slot, about {free}" if free
-                        else "none of them has a known end (no traffic or an unreachable plan)"))
+                        else "none of them has a known end (no traffic, an unreachable plan, or one "
+                             "that ends after 9999)"))
     if figures["planned_n_per_arm"] is None:
         lines.append(f"planned sample: unreachable ({figures['plan_reason']})")
     else:
