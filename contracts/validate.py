@@ -131,8 +131,8 @@ def _json_field(f: Field, i: int) -> _FieldSql:
 MAX_OFFSET_MINUTES = 18 * 60
 """Largest UTC offset of a timestamp: real offsets lie within -12:00 and +14:00, ISO 8601 tools
 accept up to 18 hours; DuckDB reads up to 99, so `+99:00` would move an event by four days."""
-_OFFSET = r"[0-9]{2}:?[0-9]{2}(?::?[0-9]{2}(?:\.[0-9]*)?)?\s*[+-]([0-9]{2}):?([0-9]{2})?\s*$"
-"""RE2: the hours (group 1) and minutes (group 2) of the UTC offset after a time."""
+_OFFSET = r"[0-9]{2}:?[0-9]{2}(?::?[0-9]{2}(?:\.[0-9]*)?)?\s*[+-]([0-9]{2}):?([0-9]{2})?(?::?[0-9]{2})?\s*$"
+"""RE2: the hours (group 1) and minutes (group 2) of the UTC offset after a time (its seconds, if any, after)."""
 
 
 def _timestamp(text_sql: str) -> str:

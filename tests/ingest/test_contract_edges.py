@@ -49,7 +49,7 @@ def test_timestamp_words_are_not_timestamps(word):
     assert problems[0] == ("bad_type", f'assigned_at="{word}" is not a valid TIMESTAMPTZ')
 
 
-@pytest.mark.parametrize("offset", ["+99:00", "-23:59", "+2400", "+19", " +19:00", "+18:01"])
+@pytest.mark.parametrize("offset", ["+99:00", "-23:59", "+2400", "+19", " +19:00", "+18:01", "+99:00:00"])
 def test_an_offset_beyond_18_hours_is_not_a_timestamp(offset):
     at = VALID["assignments"]["assigned_at"][:19] + offset
     (problems,) = check_records("assignments", [dict(VALID["assignments"], assigned_at=at)])
