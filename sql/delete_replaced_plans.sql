@@ -5,7 +5,8 @@
 -- after a space, which is matched as written (it need not parse).
 DELETE FROM quarantine
 WHERE stage = 'registration' AND rule = 'alpha_slots_exhausted'
-  AND (CASE WHEN record LIKE '{"experiment_id":"%' THEN json_extract_string(record, '$.experiment_id') END
+  AND (CASE WHEN stage = 'registration' AND rule = 'alpha_slots_exhausted' AND record LIKE '{"experiment_id":"%'
+            THEN json_extract_string(record, '$.experiment_id') END
            IN (SELECT experiment_id FROM replaced_plans)
        OR record IN (SELECT '{"experiment_id": "' || experiment_id || '"}' FROM replaced_plans));
 DELETE FROM experiment_plans WHERE experiment_id IN (SELECT experiment_id FROM replaced_plans);

@@ -72,3 +72,45 @@ def test_a_corrected_and_a_removed_registration_give_the_plans_and_looks_of_a_fr
     assert sorted(nightly_tables) == sorted(fresh_tables)
     assert {t: row_differences(nightly_tables[t], fresh_tables[t]) for t in fresh_tables
             if nightly_tables[t] != fresh_tables[t]} == {}
+
+
+def _admitted(warehouse):
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return dict(con.execute("SELECT experiment_id, admitted FROM experiment_plans").fetchall())
+
+
+def test_a_removed_lifecycle_event_and_a_late_registration_give_the_plans_of_a_fresh_load(tmp_path):
+    """``e1`` completes on the second day, so ``e5`` (third day) takes its slot. Before the fourth
+    night the completion's file is removed: e1 is live throughout, so e5 finds four live
+    experiments and is refused. Before the fifth, ``e0`` lands, registered the day before ``e1``:
+    e0 to e3 hold the four slots and e4 is refused too. A fresh load of the final files agrees."""
+    landing, warehouse = tmp_path / "landing", tmp_path / "nightly.duckdb"
+    days = (*DAYS, "2026-10-04", "2026-10-05")
+    for experiment in REGISTERED:
+        day = DAYS[2] if experiment == "e5" else DAYS[0]
+        _write(landing / "experiments" / day / f"{experiment}.jsonl",
+               [dict(GOOD_EXPERIMENT, experiment_id=experiment, registered_at=f"{day}T0{experiment[1]}:00:00+00:00")])
+    completion = landing / "experiment_events" / DAYS[1] / "done.jsonl"
+    _write(completion, [{"schema_version": 1, "experiment_id": "e1", "status": "completed", "at": f"{DAYS[1]}T06:00:00+00:00"}])
+    for index, day in enumerate(days[:3]):
+        _land_day(landing, day, index)
+        run_one_night(landing, warehouse, day)
+    assert _admitted(warehouse) == {"e1": True, "e2": True, "e3": True, "e4": True, "e5": True}  # e5 in e1's slot
+
+    completion.unlink()
+    _land_day(landing, days[3], 3)
+    run_one_night(landing, warehouse, days[3])
+    assert _admitted(warehouse) == {"e1": True, "e2": True, "e3": True, "e4": True, "e5": False}
+
+    _write(landing / "experiments" / "2026-09-30" / "e0.jsonl",
+           [dict(GOOD_EXPERIMENT, experiment_id="e0", registered_at="2026-09-30T23:00:00+00:00")])
+    _land_day(landing, days[4], 4)
+    run_one_night(landing, warehouse, days[4])
+    assert _admitted(warehouse) == {"e0": True, "e1": True, "e2": True, "e3": True, "e4": False, "e5": False}
+
+    fresh_landing, fresh = tmp_path / "fresh" / "landing", tmp_path / "fresh" / "fresh.duckdb"
+    shutil.copytree(landing, fresh_landing)
+    run_one_night(fresh_landing, fresh, days[4])
+    nightly_tables, fresh_tables = _comparable(warehouse), _comparable(fresh)
+    assert {t: row_differences(nightly_tables[t], fresh_tables[t]) for t in fresh_tables
+            if nightly_tables[t] != fresh_tables[t]} == {}

@@ -36,7 +36,7 @@ CONSUMERS: dict[str, tuple[str, ...]] = {
     "staged_arm_snapshots": ("staged_experiments",),
     "verification_records": ("staged_outcomes", "staged_sessions"),
     "experience": ("staged_experiments", "staged_sessions", "staged_assignments", "verification_records"),
-    "experiment_plans": ("staged_experiments",),
+    "experiment_plans": ("staged_experiments", "staged_experiment_events"),
     "look_state": ("staged_experiments", "staged_experiment_events", "staged_sessions", "staged_assignments",
                    "staged_outcomes", "staged_arm_snapshots", "experience", "experiment_plans"),
     "loop_health": ("staged_sessions", "verification_records"),

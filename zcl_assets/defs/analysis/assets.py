@@ -114,22 +114,29 @@ class PlanConfig(dg.Config):
 
 
 PLANS_FINGERPRINT = "experiment_plans: families of corrected registrations planned again"
-"""The version of how plans follow corrected registrations (the change log's cursor of ``experiment_plans``)."""
+"""The version of how plans follow corrected registrations (the change log's cursor of ``experiment_plans``).
+No plan is replaced on the first read of the log (no cursor yet): plans made before keep their values."""
 
 
 def _plans_to_replace(con) -> changelog.Changes:
-    """Temp table ``replaced_plans``: the plans of every organization and task type of which a
-    registration that has a plan was corrected or removed (its family before and after the change),
-    to be planned again with their family in registration order, as a first load plans them.
-    A new registration changes no other plan. Returns the changes read (every plan on a first read)."""
+    """Temp table ``replaced_plans``: the plans of each organization and task type whose planned
+    registrations or their lifecycle events changed (corrected, removed, or re-staged with their day;
+    before and after a move to another family), or whose plans a registration without a plan precedes
+    (it landed late): the family is planned again in registration order, as a first load of the same
+    files plans it. Returns the changes read."""
     changes = changelog.changes_since(con, "experiment_plans", PLANS_FINGERPRINT)
-    changed = "SELECT experiment_id FROM experiment_plans" if changes.full else (
-        f"SELECT experiment_id FROM {changes.relation} WHERE source = 'staged_experiments'")
+    changed = "SELECT experiment_id FROM experiment_plans WHERE false" if changes.full else (
+        f"SELECT experiment_id FROM {changes.relation}")
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE replaced_plans AS SELECT p.experiment_id FROM experiment_plans p SEMI JOIN ("
+        "CREATE OR REPLACE TEMP TABLE replaced_plans AS WITH planned AS ("
+        "  SELECT s.* FROM staged_experiments s SEMI JOIN experiment_plans p USING (experiment_id)"
+        "), families AS ("
         f"  SELECT org_id, task_type FROM experiment_plans WHERE experiment_id IN ({changed})"
-        f"  UNION SELECT s.org_id, s.task_type FROM staged_experiments s SEMI JOIN experiment_plans p USING (experiment_id)"
-        f"  WHERE s.experiment_id IN ({changed})) f USING (org_id, task_type)"
+        f"  UNION SELECT org_id, task_type FROM planned WHERE experiment_id IN ({changed})"
+        "  UNION SELECT n.org_id, n.task_type FROM staged_experiments n JOIN planned s USING (org_id, task_type)"
+        "  WHERE n.experiment_id NOT IN (SELECT experiment_id FROM experiment_plans)"
+        "    AND (n.registered_at, n.experiment_id) < (s.registered_at, s.experiment_id)"
+        ") SELECT p.experiment_id FROM experiment_plans p SEMI JOIN families f USING (org_id, task_type)"
     )
     return changes
 
@@ -142,8 +149,9 @@ def _plans_to_replace(con) -> changelog.Changes:
     pool="duckdb",
 )
 def experiment_plans(context: dg.AssetExecutionContext, config: PlanConfig, warehouse: Warehouse) -> dg.MaterializeResult:
-    """Frozen at registration, once per experiment (a corrected or removed registration plans its organization
-    and task type again, in registration order, as a first load of the corrected files would): its alpha slot in its organization and task type (K
+    """Frozen at registration, once per experiment (a corrected, removed or late registration, or a corrected
+    lifecycle event, plans its organization and task type again, in registration order, as a first load of
+    the same files would): its alpha slot in its organization and task type (K
     concurrent, default 4; a registration beyond K is refused and quarantined, stage `registration`), its
     alpha share (alpha / K, used by the plan, the confidence sequence and the Holm step), and the planned
     sample in randomization units for the deciding confidence sequence (R x DE x n_fixed / v, never below
