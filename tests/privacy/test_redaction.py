@@ -71,7 +71,7 @@ def test_a_prefix_that_names_the_secret_is_kept(text, redacted):
     ('{"authorization": "basic dXNlcjpwYXNz"}', '{"authorization": "basic <redacted:basic_auth>"}'),
     # a token assigned by name
     ("token: ghx_R2d2C3poR2d2C3po", "token: <redacted:credential>"),
-    ("TOKEN='abcdefgh'", "TOKEN='<redacted:credential>'"),
+    ("TOKEN='abcd1234'", "TOKEN='<redacted:credential>'"),
 ])
 def test_a_uri_password_basic_credentials_and_a_named_token_are_redacted_alike_in_python_and_duckdb(text, redacted):
     redactor = Redactor()
@@ -83,7 +83,7 @@ def test_a_uri_password_basic_credentials_and_a_named_token_are_redacted_alike_i
 @pytest.mark.parametrize("text", [
     "the bearer of bad news", "task-customer-support-tickets", "sess-2026-10-01-000123", "user 42", "u_3fa9c1",
     "gpt-4o-mini", "pkg@1.2.3", "a@b", "control", "2026-10-01T09:14:03+00:00", "a basic knowledge of order",
-    "http://localhost:8080/a@b", "https://example.com:443/x", "tokens: 500", "basic dXNlcjpwYXNz",
+    "http://localhost:8080/a@b", "https://example.com:443/x", "tokens: 500", "cost per token: roughly 0.002", "basic dXNlcjpwYXNz",
 ])
 def test_ordinary_ids_and_words_are_left_alone(text):
     assert Redactor().redact(text) == text
@@ -196,6 +196,20 @@ def test_a_users_pattern_may_keep_its_first_and_last_groups(tmp_path):
     with duckdb.connect() as con:
         in_duckdb = con.execute(f"SELECT {redactor.redact_sql('$t')}", {"t": "the pin 1234 ok."}).fetchone()[0]
     assert redactor.redact("the pin 1234 ok.") == in_duckdb == "the pin <redacted:pin> ok."
+
+
+@pytest.mark.parametrize("regex, prefix", [(r"(pin )([0-9]{2})[0-9]{2}( ok)", True), (r"(?:pin )([0-9]{4})( ok)", False)])
+def test_the_kept_suffix_is_the_last_group_whatever_groups_come_before(regex, prefix):
+    redactor = Redactor((Pattern("pin", regex, keep_prefix=prefix, keep_suffix=True),))
+    with duckdb.connect() as con:
+        in_duckdb = con.execute(f"SELECT {redactor.redact_sql('$t')}", {"t": "the pin 1234 ok."}).fetchone()[0]
+    assert redactor.redact("the pin 1234 ok.") == in_duckdb == ("the pin <redacted:pin> ok." if prefix else "the <redacted:pin> ok.")
+
+
+def test_a_pattern_that_keeps_more_groups_than_it_has_is_refused():
+    with pytest.raises(ValueError, match="keeps 2 groups but has 1"):
+        Pattern("pin", r"(pin )[0-9]{4}", keep_prefix=True, keep_suffix=True)
+
 
 @pytest.mark.parametrize("text, message", [
     ("patterns: nope", "expected 'patterns:'"),

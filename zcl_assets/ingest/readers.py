@@ -42,6 +42,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from contracts.schema import sql_literal
+from zcl_assets.privacy.redaction import SURROGATE
 
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 CSV_SUFFIXES = (".csv",)
@@ -147,7 +148,6 @@ _SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
 """A JSON escape of a UTF-16 surrogate (``\\ud800`` to ``\\udfff``), paired or not: the cheap
 test that picks the few lines :func:`unpaired_surrogates` reads exactly."""
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def unpaired_surrogates(line: str) -> str | None:
@@ -170,7 +170,7 @@ def unpaired_surrogates(line: str) -> str | None:
         return None
     pairs = parsed.items() if isinstance(parsed, dict) else [(None, parsed)]
     for key, value in pairs:
-        found = _SURROGATE.findall(json.dumps(value, ensure_ascii=False) + (key or ""))
+        found = SURROGATE.findall(json.dumps(value, ensure_ascii=False) + (key or ""))
         if found:
             where = "the line" if key is None else json.dumps(key)
             escapes = ", ".join(dict.fromkeys(f"\\u{ord(c):04x}" for c in found))

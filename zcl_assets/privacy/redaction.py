@@ -71,13 +71,15 @@ class Pattern:
     def __post_init__(self) -> None:
         if not _KIND.match(self.kind):
             raise ValueError(f"redaction kind {self.kind!r} must match {_KIND.pattern}")
-        re.compile(self.regex, re.ASCII)  # raises re.error for a pattern Python cannot read
+        groups = re.compile(self.regex, re.ASCII).groups  # raises re.error for a pattern Python cannot read
+        if groups < self.keep_prefix + self.keep_suffix:
+            raise ValueError(f"redaction pattern {self.kind!r} keeps {self.keep_prefix + self.keep_suffix} groups but has {groups}")
 
     @property
     def replacement(self) -> str:
-        """The replacement text (``\\1`` keeps the prefix group, ``\\2`` or ``\\1`` the suffix; the
-        same in both engines)."""
-        suffix = f"\\{2 if self.keep_prefix else 1}" if self.keep_suffix else ""
+        """The replacement text (``\\1`` keeps the prefix group, the last group the suffix; the same in
+        both engines)."""
+        suffix = f"\\{re.compile(self.regex, re.ASCII).groups}" if self.keep_suffix else ""
         return ("\\1" if self.keep_prefix else "") + placeholder(self.kind) + suffix
 
 
@@ -97,14 +99,15 @@ marks and digits of every script, but not white space, punctuation, surrogates o
 use, so that an address ends where the text around it does. Written as the characters
 themselves, which Python's ``re`` and RE2 read alike (Python has no ``\\p{L}``)."""
 
-_CREDENTIAL_NAMES = ("password", "passwd", "secret", "api_key", "apikey", "api-key", "access_token", "auth_token", "client_secret",
-                     "token")
+_CREDENTIAL_NAMES = ("password", "passwd", "secret", "api_key", "apikey", "api-key", "access_token", "auth_token", "client_secret")
 _TOKEN = "[A-Za-z0-9._~+/=-]"
 
 DEFAULT_PATTERNS: tuple[Pattern, ...] = (
     Pattern("private_key", r"-----BEGIN[A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/= \t\r\n\\]*(?:-----END[A-Z ]*PRIVATE KEY-----)?"),
     # the password of a URI's user information (RFC 3986 section 3.2.1): scheme://user:password@host
-    Pattern("uri_password", r"([A-Za-z][A-Za-z0-9+.-]{0,30}://[^ \t\r\n/?#@:\"'<>]{0,256}:)[^ \t\r\n/?#@\"'<>]{1,256}(@)",
+    # (a password holding "@" runs to the last "@" before the path; "/", "?" and "#" must be
+    # percent-encoded there, RFC 3986, and end it)
+    Pattern("uri_password", r"([A-Za-z][A-Za-z0-9+.-]{0,30}://[^ \t\r\n/?#@:\"'<>]{0,256}:)[^ \t\r\n/?#\"'<>]{1,256}(@)",
             keep_prefix=True, keep_suffix=True),
     # the credentials of HTTP Basic authentication (RFC 7617) in an Authorization header; a bare
     # "basic" is a word ("a basic knowledge"), so the header's name must be there
@@ -124,6 +127,12 @@ DEFAULT_PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "credential",
         "((?:" + "|".join(_any_case(n) for n in _CREDENTIAL_NAMES) + ")[\"']?[ \t]*[:=][ \t]*[\"']?)[^ \t\r\n\"',;&]{4,}",
+        keep_prefix=True,
+    ),
+    # a value named "token" holds a letter and a digit: "cost per token: 0.002" is no credential
+    Pattern(
+        "credential",
+        rf"({_any_case('token')}[\"']?[ \t]*[:=][ \t]*[\"']?){_TOKEN}*(?:[0-9]{_TOKEN}*[A-Za-z]|[A-Za-z]{_TOKEN}*[0-9]){_TOKEN}*",
         keep_prefix=True,
     ),
     # RFC 5322 addresses and the internationalized ones of RFC 6531 (jürgen@exämple.de, 用户@例子.广告)
@@ -297,14 +306,15 @@ def _redact_value(value: object, redactor: Redactor) -> object:
     return value
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")
+"""Half of a UTF-16 surrogate pair: no Unicode character, and no UTF-8 text can hold it."""
 
 
 def _json_text(value: object) -> str:
     """JSON of a scalar, its non-ASCII characters as they are but an unpaired surrogate (a
     string that escaped one, which Python's ``json`` decodes) escaped again: no UTF-8 text
     can hold it."""
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+    return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
 def _dump(value: object) -> str:
