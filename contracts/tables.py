@@ -35,9 +35,10 @@ MAX_METRIC_VALUE: dict[str, float] = {"time_minutes": 1e6, "tokens": 1e9, "score
 """Largest absolute value of an outcome's metric (time about 1.9 years, a billion tokens, a
 score of 1,000). The look sums each metric exactly: a value rounded to its resolution
 (1e-3 minute, 1 token, 1e-6 of a score), a unit's mean to a millionth of that, and the squares
-of those means summed as 128-bit integers (``zcl_assets.analysis.metrics``). At these bounds
-a unit's mean is at most 1e15 such steps and the squares of 100 million units sum to 1e38,
-below 2**127 (1.7e38); a larger value would stop the look of every experiment."""
+of those means summed as 128-bit integers (``zcl_assets.analysis.metrics``; 38-digit decimals
+on Spark). At these bounds a unit's mean is at most 1e15 such steps and the squares of 50
+million units sum to 5e37, below both 2**127 (1.7e38) and 1e38; a larger value would stop
+the look of every experiment."""
 MAX_SNAPSHOT_UNITS = 10**12
 """Most units an arm's aggregate export may count: exact in a double, and far beyond any arm."""
 MIN_STANDARDIZED_MDE = 1e-4
