@@ -61,6 +61,13 @@ def test_a_prefix_that_names_the_secret_is_kept(text, redacted):
     assert Redactor().redact(text) == redacted
 
 
+def _redacted_alike(redactor, text):
+    """``text`` redacted by ``redactor`` in Python, asserted equal to DuckDB's redaction of it."""
+    with duckdb.connect() as con:
+        in_duckdb = con.execute(f"SELECT {redactor.redact_sql('$t')}", {"t": text}).fetchone()[0]
+    assert redactor.redact(text) == in_duckdb
+    return in_duckdb
+
 
 @pytest.mark.parametrize("text, redacted", [
     # a password in a URI's user information (RFC 3986 3.2.1): scheme, user and host stay
@@ -74,11 +81,8 @@ def test_a_prefix_that_names_the_secret_is_kept(text, redacted):
     ("TOKEN='abcd1234'", "TOKEN='<redacted:credential>'"),
 ])
 def test_a_uri_password_basic_credentials_and_a_named_token_are_redacted_alike_in_python_and_duckdb(text, redacted):
-    redactor = Redactor()
-    with duckdb.connect() as con:
-        in_duckdb = con.execute(f"SELECT {redactor.redact_sql('$t')}", {"t": text}).fetchone()[0]
-    assert redactor.redact(text) == redacted
-    assert in_duckdb == redacted
+    assert _redacted_alike(Redactor(), text) == redacted
+
 
 @pytest.mark.parametrize("text", [
     "the bearer of bad news", "task-customer-support-tickets", "sess-2026-10-01-000123", "user 42", "u_3fa9c1",
@@ -89,7 +93,6 @@ def test_ordinary_ids_and_words_are_left_alone(text):
     assert Redactor().redact(text) == text
 
 
-
 @pytest.mark.parametrize("text, redacted", [
     ("write to jürgen@exämple.de.", "write to <redacted:email>."),
     ("«josé.garcía@correo.es»", "«<redacted:email>»"),  # the guillemets are no part of the address
@@ -98,11 +101,8 @@ def test_ordinary_ids_and_words_are_left_alone(text):
     ("联系：用户@例子.广告。谢谢", "联系：<redacted:email>。谢谢"),  # nor CJK punctuation
 ])
 def test_an_internationalized_address_is_redacted_whole_and_alike_in_python_and_duckdb(text, redacted):
-    redactor = Redactor()
-    with duckdb.connect() as con:
-        in_duckdb = con.execute(f"SELECT {redactor.redact_sql('$t')}", {"t": text}).fetchone()[0]
-    assert redactor.redact(text) == redacted
-    assert in_duckdb == redacted
+    assert _redacted_alike(Redactor(), text) == redacted
+
 
 # text built from the characters the patterns look at, so that matches are frequent
 _PIECES = st.sampled_from(["sk-", "sk-proj-", "AKIA", "ghp_", "xoxb-", "Bearer ", "bearer\t", "@", ".", "com", "example",
@@ -192,18 +192,13 @@ def test_a_user_adds_patterns_with_a_yaml_file(tmp_path, monkeypatch):
 def test_a_users_pattern_may_keep_its_first_and_last_groups(tmp_path):
     path = tmp_path / "patterns.yaml"
     path.write_text("patterns:\n  - kind: pin\n    regex: '(pin )[0-9]{4}( ok)'\n    keep_prefix: true\n    keep_suffix: true\n")
-    redactor = Redactor(load_patterns(path))
-    with duckdb.connect() as con:
-        in_duckdb = con.execute(f"SELECT {redactor.redact_sql('$t')}", {"t": "the pin 1234 ok."}).fetchone()[0]
-    assert redactor.redact("the pin 1234 ok.") == in_duckdb == "the pin <redacted:pin> ok."
+    assert _redacted_alike(Redactor(load_patterns(path)), "the pin 1234 ok.") == "the pin <redacted:pin> ok."
 
 
 @pytest.mark.parametrize("regex, prefix", [(r"(pin )([0-9]{2})[0-9]{2}( ok)", True), (r"(?:pin )([0-9]{4})( ok)", False)])
 def test_the_kept_suffix_is_the_last_group_whatever_groups_come_before(regex, prefix):
     redactor = Redactor((Pattern("pin", regex, keep_prefix=prefix, keep_suffix=True),))
-    with duckdb.connect() as con:
-        in_duckdb = con.execute(f"SELECT {redactor.redact_sql('$t')}", {"t": "the pin 1234 ok."}).fetchone()[0]
-    assert redactor.redact("the pin 1234 ok.") == in_duckdb == ("the pin <redacted:pin> ok." if prefix else "the <redacted:pin> ok.")
+    assert _redacted_alike(redactor, "the pin 1234 ok.") == ("the pin <redacted:pin> ok." if prefix else "the <redacted:pin> ok.")
 
 
 def test_a_pattern_that_keeps_more_groups_than_it_has_is_refused():

@@ -29,7 +29,6 @@ import csv
 import datetime as dt
 import io
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
